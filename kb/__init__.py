@@ -1,0 +1,23 @@
+"""vLLM Error KB: the error knowledge base built from vLLM's own source.
+
+Public API: `open_tree` (where the source comes from), `scan` (the raise sites), and
+`scan_release` (both, with the user cache). The CLI in `kb.cli` only parses arguments and
+calls these.
+"""
+
+from __future__ import annotations
+
+from kb.errors import KBError, ScanError, SourceError, UsageError
+from kb.ids import error_id
+from kb.model import ScanResult, Site, TreeInfo
+from kb.scan import scan
+from kb.source import SourceSpec, Tree, open_tree
+from kb.api import scan_release
+
+# The vLLM release the site describes by default; the one place it is pinned.
+PINNED_VLLM = "0.33.0"
+
+__all__ = [
+    "PINNED_VLLM", "KBError", "ScanError", "ScanResult", "Site", "SourceError", "SourceSpec", "Tree",
+    "TreeInfo", "UsageError", "error_id", "open_tree", "scan", "scan_release",
+]

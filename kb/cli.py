@@ -1,0 +1,113 @@
+"""Argument parsing only: each command calls one library function."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from kb.errors import KBError
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    from kb import PINNED_VLLM
+
+    g = p.add_argument_group("where the vLLM tree comes from (default: the pinned release wheel)")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--source", metavar="DIR", help="a vLLM checkout or unpacked tree on disk")
+    x.add_argument("--git", metavar="URL_OR_PATH", help="a git repository (needs --ref); read from its object store")
+    x.add_argument("--vllm-version", metavar="X", help=f"a release wheel from the package index (default {PINNED_VLLM})")
+    x.add_argument("--wheel", metavar="FILE", help="a vLLM wheel file already on disk")
+    g.add_argument("--ref", help="with --git: the tag, branch or commit to scan")
+    g.add_argument("--include-vendored", action="store_true",
+                   help="also scan vllm/third_party/ and vllm/vllm_flash_attn/ (excluded by default)")
+
+
+def _spec(args: argparse.Namespace):
+    from kb import PINNED_VLLM
+    from kb.source import SourceSpec
+
+    if args.ref and not args.git:
+        raise _Usage("--ref goes with --git")
+    if args.git and not args.ref:
+        raise _Usage("--git needs --ref (a tag, branch or commit)")
+    version = args.vllm_version
+    if not (args.source or args.git or args.wheel or version):
+        version = PINNED_VLLM
+    return SourceSpec(args.source, args.git, args.ref, version, args.wheel, args.include_vendored)
+
+
+class _Usage(Exception):
+    pass
+
+
+def _progress(quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\rscanning: {done}/{total} files")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    from kb.api import scan_release, write_atomic
+    from kb.scandoc import dumps
+
+    exceptions = [e.strip() for e in args.exceptions.split(",") if e.strip()]
+    if not exceptions:
+        raise _Usage("--exceptions needs at least one class name, or 'all'")
+    result = scan_release(_spec(args), exceptions, jobs=args.jobs, use_cache=not args.no_cache,
+                          strict=args.strict, progress=_progress(args.quiet))
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    text = dumps(result)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        write_atomic(Path(args.output), text)
+        if not args.quiet:
+            c = result.counts
+            print(f"{c['sites']} sites, {c['ids']} ids in {c['files']} files "
+                  f"({c['excluded_files']} vendored files excluded, {c['parse_warnings']} parse warnings, "
+                  f"{c['unresolved_templates']} unresolved templates) -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kb", description="vLLM Error KB: the error reference built from vLLM's source.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("scan", help="scan a vLLM tree and write every ValueError raise site as JSON")
+    _source_options(s)
+    s.add_argument("-o", "--output", metavar="FILE", help="where to write the JSON (default: standard output)")
+    s.add_argument("--exceptions", default="ValueError",
+                   help="comma-separated classes to find (their subclasses count too), or 'all' (default ValueError)")
+    s.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
+    s.add_argument("--strict", action="store_true", help="fail when a file cannot be parsed")
+    s.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    s.add_argument("--quiet", action="store_true", help="no progress or summary on standard error")
+    s.set_defaults(func=cmd_scan)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except _Usage as e:
+        p.print_usage(sys.stderr)
+        print(f"Error: {e}", file=sys.stderr)
+        return 2
+    except KBError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("Error: interrupted", file=sys.stderr)
+        return 130

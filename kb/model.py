@@ -1,0 +1,226 @@
+"""Frozen dataclasses that cross stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+REPO = "vllm-project/vllm"
+
+
+@dataclass(frozen=True)
+class TreeInfo:
+    """Where a scanned tree came from."""
+
+    kind: str  # "dir", "git", "wheel"
+    location: str  # folder, repository URL or wheel path
+    ref: str  # git ref used for links: a full sha or a release tag
+    commit: Optional[str]  # full sha (git) or vLLM's short commit id (wheel), when known
+    commit_date: Optional[str]  # ISO 8601 UTC date of the commit or the release build
+    release: Optional[str]  # vLLM version, when known
+    dirty: bool = False  # a git work tree with uncommitted changes
+
+
+@dataclass(frozen=True)
+class Context:
+    """A non-`if` construct enclosing a raise: an except handler, a loop, a match case, a with."""
+
+    kind: str  # except, for, while, for-else, while-else, case, with
+    source: str
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "line": self.line, "source": self.source}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Context:
+        return Context(d["kind"], d["source"], d["line"])
+
+
+@dataclass(frozen=True)
+class LocalDef:
+    """An assignment, before the raise, of a name that the guard reads."""
+
+    name: str
+    source: str
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "name": self.name, "source": self.source}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> LocalDef:
+        return LocalDef(d["name"], d["source"], d["line"])
+
+
+@dataclass(frozen=True)
+class RaiseFact:
+    """A raise statement as found in one file, before its exception class is resolved."""
+
+    line: int
+    end_line: int
+    qualname: str
+    exception: str  # as written: ValueError, errors.StructuredDecisionError
+    exception_name: str  # the last dotted component, used to resolve the class
+    template: str
+    unresolved: bool
+    message_kind: str
+    guard_terms: tuple[str, ...]
+    contexts: tuple[Context, ...]
+    locals: tuple[LocalDef, ...]
+    decorators: tuple[str, ...]  # of the enclosing function
+    pydantic_class: bool  # enclosing class is a pydantic dataclass or model
+    validation: Optional[str]  # field_validator, model_validator, post_init, ... or None
+
+    @property
+    def guard(self) -> str:
+        return join_guard(self.guard_terms)
+
+    def to_json(self) -> list[Any]:
+        return [
+            self.line, self.end_line, self.qualname, self.exception, self.exception_name,
+            self.template, self.unresolved, self.message_kind, list(self.guard_terms),
+            [c.to_json() for c in self.contexts], [d.to_json() for d in self.locals],
+            list(self.decorators), self.pydantic_class, self.validation,
+        ]
+
+    @staticmethod
+    def from_json(v: list[Any]) -> RaiseFact:
+        return RaiseFact(
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], tuple(v[8]),
+            tuple(Context.from_json(c) for c in v[9]), tuple(LocalDef.from_json(d) for d in v[10]),
+            tuple(v[11]), v[12], v[13],
+        )
+
+
+@dataclass(frozen=True)
+class ClassFact:
+    name: str
+    bases: tuple[str, ...]  # last dotted component of each base
+    line: int
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """Everything the scanner needs from one file; depends only on the file's bytes."""
+
+    classes: tuple[ClassFact, ...] = ()
+    raises: tuple[RaiseFact, ...] = ()
+    error: Optional[tuple[int, str]] = None  # (line, message) when the file does not parse
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "c": [[c.name, list(c.bases), c.line] for c in self.classes],
+            "r": [r.to_json() for r in self.raises],
+            "e": list(self.error) if self.error else None,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> FileFacts:
+        return FileFacts(
+            tuple(ClassFact(c[0], tuple(c[1]), c[2]) for c in d["c"]),
+            tuple(RaiseFact.from_json(r) for r in d["r"]),
+            (d["e"][0], d["e"][1]) if d["e"] else None,
+        )
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    start: int
+    lines: tuple[str, ...]
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.lines) - 1
+
+
+@dataclass(frozen=True)
+class Site:
+    """One raise of a ValueError (or of a class in the chosen set) at a file and line."""
+
+    id: str
+    file: str
+    fact: RaiseFact
+    exception_class: str  # the resolved class name
+    excerpt: Excerpt
+
+    @property
+    def line(self) -> int:
+        return self.fact.line
+
+    @property
+    def template(self) -> str:
+        return self.fact.template
+
+    @property
+    def pydantic_wrapped(self) -> bool:
+        return self.fact.validation is not None
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.fact
+        return {
+            "contexts": [c.to_json() for c in f.contexts],
+            "decorators": list(f.decorators),
+            "end_line": f.end_line,
+            "exception": f.exception,
+            "exception_class": self.exception_class,
+            "excerpt": {"end": self.excerpt.end, "lines": list(self.excerpt.lines), "start": self.excerpt.start},
+            "file": self.file,
+            "guard": f.guard,
+            "guard_terms": list(f.guard_terms),
+            "id": self.id,
+            "line": f.line,
+            "locals": [d.to_json() for d in f.locals],
+            "message_kind": f.message_kind,
+            "pydantic": {"class": f.pydantic_class, "validation": f.validation, "wrapped": self.pydantic_wrapped},
+            "qualname": f.qualname,
+            "template": f.template,
+            "unresolved": f.unresolved,
+        }
+
+
+@dataclass(frozen=True)
+class Warning_:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    tree: TreeInfo
+    id_scheme: str
+    exceptions: tuple[str, ...]  # the resolved set of class names scanned for
+    sites: tuple[Site, ...]  # sorted by (file, line)
+    files: int
+    bytes: int
+    excluded_files: int
+    warnings: tuple[Warning_, ...]
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def ids(self) -> dict[str, list[Site]]:
+        out: dict[str, list[Site]] = {}
+        for s in self.sites:
+            out.setdefault(s.id, []).append(s)
+        return out
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "bytes": self.bytes,
+            "excluded_files": self.excluded_files,
+            "files": self.files,
+            "ids": len({s.id for s in self.sites}),
+            "parse_warnings": len(self.warnings),
+            "sites": len(self.sites),
+            "unresolved_templates": sum(1 for s in self.sites if s.fact.unresolved),
+        }
+
+
+def join_guard(terms: tuple[str, ...] | list[str]) -> str:
+    """Terms are already parenthesised where needed (see scan.term_source)."""
+    return " and ".join(terms)

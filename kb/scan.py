@@ -1,0 +1,162 @@
+"""A vLLM tree -> ScanResult: every raise of ValueError (or of a chosen set of classes).
+
+Files are parsed in worker processes (`jobs`), their facts cached by content hash; the
+exception classes are then resolved across the whole tree (a class subclassing ValueError
+anywhere, transitively, by name), and each matching raise becomes a `Site` with its id
+and a 37-line excerpt.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Iterable, Optional, Sequence
+
+from kb.errors import ScanError
+from kb.extract import extract
+from kb.factcache import FactCache
+from kb.ids import ID_SCHEME, error_id
+from kb.model import ClassFact, Excerpt, FileFacts, ScanResult, Site, Warning_
+from kb.source import Tree
+
+EXCERPT_RADIUS = 18
+ALL = "all"
+Progress = Callable[[int, int], None]
+
+
+def scan(
+    tree: Tree,
+    exceptions: Sequence[str] = ("ValueError",),
+    jobs: Optional[int] = None,
+    cache: Optional[FactCache] = None,
+    progress: Optional[Progress] = None,
+    strict: bool = False,
+) -> ScanResult:
+    files = list(tree.items())
+    facts = _facts(files, jobs, cache, progress)
+    warnings = tuple(
+        Warning_(path, f.error[0], f.error[1]) for (path, _), f in zip(files, facts) if f.error is not None
+    )
+    if strict and warnings:
+        raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
+    chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
+    sites: list[Site] = []
+    for (path, data), f in zip(files, facts):
+        matching = [r for r in f.raises if chosen is None or r.exception_name in chosen]
+        if not matching:
+            continue
+        lines = source_lines(data)
+        for r in sorted(matching, key=lambda r: r.line):
+            sites.append(Site(error_id(r.template, path), path, r, r.exception_name, excerpt(lines, r.line)))
+    return ScanResult(
+        tree=tree.info,
+        id_scheme=ID_SCHEME,
+        exceptions=tuple(sorted(chosen)) if chosen is not None else (ALL,),
+        sites=tuple(sites),
+        files=len(files),
+        bytes=sum(len(d) for _, d in files),
+        excluded_files=tree.excluded,
+        warnings=warnings,
+    )
+
+
+def resolve_exceptions(roots: Sequence[str], classes: Iterable[ClassFact]) -> Optional[set[str]]:
+    """The names of `roots` and of every class that subclasses one of them, transitively.
+
+    Builtin subclasses count (UnicodeDecodeError is a ValueError); classes of the scanned
+    tree are matched by name across modules. None means every class (`all`).
+    """
+    if ALL in roots:
+        return None
+    chosen = set(roots)
+    for name in dir(builtins):
+        obj = getattr(builtins, name)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            if any(isinstance(getattr(builtins, r, None), type) and issubclass(obj, getattr(builtins, r)) for r in roots):
+                chosen.add(name)
+    bases: dict[str, set[str]] = {}
+    for c in classes:
+        bases.setdefault(c.name, set()).update(c.bases)
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name not in chosen and parents & chosen:
+                chosen.add(name)
+                changed = True
+    return chosen
+
+
+def source_lines(data: bytes) -> list[str]:
+    """The file's lines as `ast` numbers them (\\n, \\r\\n and \\r end a line, nothing else)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerpt:
+    last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
+    start = max(1, line - radius)
+    end = min(last, line + radius)
+    return Excerpt(start, tuple(lines[start - 1 : end]))
+
+
+def content_key(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def _facts(files: list[tuple[str, bytes]], jobs: Optional[int], cache: Optional[FactCache],
+           progress: Optional[Progress]) -> list[FileFacts]:
+    keys = [content_key(d) for _, d in files]
+    known = cache.get_many(set(keys)) if cache is not None else {}
+    missing: dict[str, bytes] = {}
+    for key, (_, data) in zip(keys, files):
+        if key not in known and key not in missing:
+            missing[key] = data
+    total = len(files)
+    done = total - sum(1 for k in keys if k not in known)
+    if progress:
+        progress(done, total)
+    fresh: dict[str, FileFacts] = {}
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    order = list(missing)
+    if workers <= 1 or len(order) < 8:
+        for key in order:
+            fresh[key] = extract(missing[key])
+            done += keys.count(key) if len(order) < 8 else 1
+            if progress:
+                progress(min(done, total), total)
+    else:
+        chunks = _chunks(order, missing, workers * 8)
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for chunk, results in zip(chunks, pool.map(_extract_many, ([missing[k] for k in c] for c in chunks))):
+                fresh.update(zip(chunk, results))
+                done += len(chunk)
+                if progress:
+                    progress(min(done, total), total)
+    if cache is not None:
+        cache.put_many(fresh)
+    known.update(fresh)
+    return [known[k] for k in keys]
+
+
+def _extract_many(datas: list[bytes]) -> list[FileFacts]:
+    return [extract(d) for d in datas]
+
+
+def _chunks(order: list[str], data: dict[str, bytes], count: int) -> list[list[str]]:
+    """About `count` chunks of similar byte size, largest files first for balance."""
+    by_size = sorted(order, key=lambda k: -len(data[k]))
+    chunks: list[list[str]] = [[] for _ in range(min(count, len(order)))]
+    sizes = [0] * len(chunks)
+    for key in by_size:
+        i = sizes.index(min(sizes))
+        chunks[i].append(key)
+        sizes[i] += len(data[key])
+    return [c for c in chunks if c]

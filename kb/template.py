@@ -1,0 +1,217 @@
+"""Rebuild an exception's message template from the AST of its argument.
+
+Literal text is kept; every formatted value becomes ``{<source of the expression>}``
+(``ast.unparse`` of it, without conversion or format spec), exactly as the public error
+site writes templates, so that ids computed from templates agree with theirs.
+
+The helpers are pure: they take AST nodes and a resolver for names, and return a
+``Template``. A part that cannot be interpreted as message text (a call we do not know,
+an attribute, a name we cannot trace) still becomes ``{<source>}`` but marks the template
+unresolved, so callers can count those sites.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+# Returns the expression a name is bound to (already combined across `+=`), or None.
+Resolver = Callable[[str], Optional[ast.expr]]
+
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Template:
+    text: str
+    unresolved: bool = False
+    kind: str = "literal"  # literal, fstring, concat, percent, format, variable, call, other, none
+
+
+def _no_resolver(_name: str) -> ast.expr | None:
+    return None
+
+
+def placeholder(node: ast.expr) -> str:
+    return "{" + ast.unparse(node) + "}"
+
+
+def template_of(node: ast.expr | None, resolve: Resolver = _no_resolver) -> Template:
+    """The message template of the expression passed as an exception's first argument."""
+    if node is None:
+        return Template("", False, "none")
+    text, unresolved = _build(node, resolve, 0)
+    return Template(text, unresolved, _kind(node, resolve))
+
+
+def _kind(node: ast.expr, resolve: Resolver) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "literal"
+    if isinstance(node, ast.JoinedStr):
+        return "fstring"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return "concat"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return "percent"
+    if _is_format_call(node):
+        return "format"
+    if isinstance(node, ast.Name):
+        return "variable" if resolve(node.id) is not None else "other"
+    if isinstance(node, ast.Call):
+        return "call"
+    return "other"
+
+
+def _build(node: ast.expr, resolve: Resolver, depth: int) -> tuple[str, bool]:
+    if depth > _MAX_DEPTH:
+        return placeholder(node), True
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return node.value, False
+        return placeholder(node), False
+    if isinstance(node, ast.JoinedStr):
+        return _joined(node), False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, lu = _operand(node.left, resolve, depth)
+        right, ru = _operand(node.right, resolve, depth)
+        return left + right, lu or ru
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        fmt, fu = _build(node.left, resolve, depth + 1)
+        if fu or not _is_stringish(node.left, resolve):
+            return placeholder(node), True
+        return percent_format(fmt, node.right), False
+    if _is_format_call(node):
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        fmt, fu = _build(node.func.value, resolve, depth + 1)
+        if fu:
+            return placeholder(node), True
+        return brace_format(fmt, node.args, node.keywords), False
+    if isinstance(node, ast.Name):
+        bound = resolve(node.id)
+        if bound is not None:
+            return _build(bound, resolve, depth + 1)
+        return placeholder(node), True
+    return placeholder(node), True
+
+
+def _operand(node: ast.expr, resolve: Resolver, depth: int) -> tuple[str, bool]:
+    """One side of a `+`: message text when it is text, else a formatted value."""
+    if _is_stringish(node, resolve):
+        return _build(node, resolve, depth + 1)
+    # A value joined to message text, like a formatted value of an f-string.
+    return placeholder(node), False
+
+
+def _is_stringish(node: ast.expr, resolve: Resolver) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr) or _is_format_call(node):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return _is_stringish(node.left, resolve)
+    if isinstance(node, ast.Name):
+        bound = resolve(node.id)
+        return bound is not None and bound is not node and _is_stringish(bound, resolve)
+    return False
+
+
+def _is_format_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, (ast.Constant, ast.JoinedStr, ast.Name, ast.BinOp))
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and all(k.arg is not None for k in node.keywords)
+    )
+
+
+def _joined(node: ast.JoinedStr) -> str:
+    parts: list[str] = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            parts.append(str(value.value))
+        elif isinstance(value, ast.FormattedValue):
+            parts.append(placeholder(value.value))
+        else:  # pragma: no cover - JoinedStr only holds these two
+            parts.append(placeholder(value))
+    return "".join(parts)
+
+
+_PERCENT = re.compile(r"%(?:\((?P<key>[^)]*)\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?(?P<conv>[diouxXeEfFgGcrsa%])")
+
+
+def percent_format(fmt: str, right: ast.expr) -> str:
+    """Apply `%` formatting to a template: each conversion becomes `{<argument source>}`."""
+    if isinstance(right, ast.Dict):
+        mapping = {
+            k.value: v for k, v in zip(right.keys, right.values) if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        }
+        args: list[ast.expr] = []
+    else:
+        mapping = {}
+        args = list(right.elts) if isinstance(right, ast.Tuple) else [right]
+    position = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal position
+        if match.group("conv") == "%":
+            return "%"
+        key = match.group("key")
+        if key is not None:
+            value = mapping.get(key)
+            return placeholder(value) if value is not None else "{" + key + "}"
+        if position < len(args):
+            position += 1
+            return placeholder(args[position - 1])
+        return "{" + ast.unparse(right) + "}"
+
+    return _PERCENT.sub(replace, fmt)
+
+
+def brace_format(fmt: str, args: list[ast.expr], keywords: list[ast.keyword]) -> str:
+    """Apply `str.format` to a template: each field becomes `{<argument source>}`."""
+    by_name = {k.arg: k.value for k in keywords if k.arg is not None}
+    out: list[str] = []
+    auto = 0
+    try:
+        parsed = list(string.Formatter().parse(fmt))
+    except ValueError:
+        return fmt
+    for literal, field, _spec, _conv in parsed:
+        out.append(literal)
+        if field is None:
+            continue
+        head, rest = _split_field(field)
+        value: ast.expr | None
+        if head == "":
+            value = args[auto] if auto < len(args) else None
+            auto += 1
+        elif head.isdigit():
+            index = int(head)
+            value = args[index] if index < len(args) else None
+        else:
+            value = by_name.get(head)
+        if value is None:
+            out.append("{" + field + "}")
+        else:
+            out.append("{" + ast.unparse(value) + rest + "}")
+    return "".join(out)
+
+
+def _split_field(field: str) -> tuple[str, str]:
+    for i, ch in enumerate(field):
+        if ch in ".[":
+            return field[:i], field[i:]
+    return field, ""
+
+
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+def placeholders(template: str) -> list[str]:
+    """The placeholder expressions of a template, in order."""
+    return [m.group(0)[1:-1] for m in _FIELD.finditer(template)]

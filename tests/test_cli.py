@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from fixture_tree import tree_files, write_tree
+from kb.cli import main
+
+SCHEMA = json.loads((Path(__file__).parent.parent / "kb/schemas/scan.schema.json").read_text())
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False))
+
+
+def test_scan_writes_valid_json(capsys, tree: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "out" / "scan.json"
+    code, out, err = run(capsys, "scan", "--source", str(tree), "-o", str(out_file), "--jobs", "1")
+    assert code == 0 and out == ""
+    assert err.endswith(f"-> {out_file}\n") and err.startswith("6 sites, 6 ids in 6 files (1 vendored files excluded")
+    doc = json.loads(out_file.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["counts"]["sites"] == 6 and doc["release"] == "0.1.0"
+    assert oct(out_file.stat().st_mode & 0o777) != oct(0o600)  # a normal file, not a private temp file
+
+
+def test_scan_to_stdout_and_exceptions_option(capsys, tree: Path) -> None:
+    code, out, _ = run(capsys, "scan", "--source", str(tree), "--exceptions", "all", "--include-vendored")
+    doc = json.loads(out)
+    assert code == 0 and doc["exceptions"] == ["all"]
+    assert "NotAValueError" in {s["exception_class"] for s in doc["sites"]}
+
+
+@pytest.mark.parametrize(
+    "argv, line, code",
+    [
+        (["--source", "{tmp}/missing"], "Error: {tmp}/missing: not a folder", 1),
+        (["--source", "{tmp}"], "Error: {tmp}: not a vLLM source tree (no vllm/ package folder)", 1),
+        (["--git", "{tmp}/missing", "--ref", "v1"], "Error: {tmp}/missing: no such repository", 1),
+        (["--git", "{tmp}/tree"], "Error: --git needs --ref (a tag, branch or commit)", 2),
+        (["--ref", "v1"], "Error: --ref goes with --git", 2),
+        (["--wheel", "{tmp}/bad.whl"], "Error: {tmp}/bad.whl: not a valid wheel (zip): File is not a zip file", 1),
+        (["--source", "{tmp}/tree", "--exceptions", ","], "Error: --exceptions needs at least one class name, or 'all'", 2),
+        (["--source", "{tmp}/tree", "--exceptions", "NoSuchError"],
+         "Error: no raise of NoSuchError found in 6 files: is this a vLLM tree?", 1),
+    ],
+)
+def test_bad_input_gives_one_error_line(capsys, tree: Path, tmp_path: Path, argv: list[str], line: str, code: int) -> None:
+    (tmp_path / "bad.whl").write_bytes(b"garbage")
+    target = tmp_path / "keep.json"
+    target.write_text("previous\n")
+    got, out, err = run(capsys, "scan", *[a.format(tmp=tmp_path) for a in argv], "-o", str(target))
+    assert got == code
+    assert err.splitlines()[-1] == line.format(tmp=tmp_path)
+    assert target.read_text() == "previous\n"  # nothing half-written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.whl", "keep.json", "tree"]
+
+
+def test_strict(capsys, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "t", tree_files("0.1.0", broken=True))
+    code, _, err = run(capsys, "scan", "--source", str(root), "-o", str(tmp_path / "x.json"))
+    assert code == 0 and "warning: vllm/broken.py:1: cannot parse: invalid syntax" in err
+    code, _, err = run(capsys, "scan", "--source", str(root), "--strict", "-o", str(tmp_path / "y.json"))
+    assert code == 1
+    assert err.splitlines()[-1] == "Error: 1 file(s) could not be parsed (--strict); first: vllm/broken.py:1: cannot parse: invalid syntax"
+    assert not (tmp_path / "y.json").exists()
+
+
+def test_python_dash_m_and_console_script(tree: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "KB_CACHE_DIR": str(tmp_path / "cache")}
+    a = subprocess.run([sys.executable, "-m", "kb", "scan", "--source", str(tree), "--quiet"], capture_output=True,
+                       text=True, env=env, cwd=tmp_path)
+    assert a.returncode == 0, a.stderr
+    assert json.loads(a.stdout)["counts"]["sites"] == 6
+    b = subprocess.run([sys.executable, "-m", "kb", "scan", "--source", str(tree), "--quiet", "--no-cache"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert b.stdout == a.stdout  # byte-identical on rerun, with or without the cache

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import git
+import pytest
+
+from conftest import make_git_repo, make_wheel
+from fixture_tree import tree_files, write_tree
+from kb.errors import SourceError
+from kb.paths import cache_dir
+from kb.scan import scan
+from kb.source import download_wheel, from_dir, from_git, from_wheel, version_info
+
+DCP = "d97d5d8528e2b364"
+
+
+def dcp_line(tree) -> int:
+    return next(s.line for s in scan(tree, jobs=1).sites if s.id == DCP)
+
+
+def test_plain_folder(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "t", tree_files("0.3.0"))
+    with from_dir(root, include_vendored=False) as t:
+        assert (t.info.kind, t.info.ref, t.info.commit, t.info.release, t.info.commit_date) == (
+            "dir", "v0.3.0", "g0123abcd", "0.3.0", None)
+        assert "vllm/third_party/vendored.py" not in t.paths and t.excluded == 1
+        assert "setup.py" not in t.paths
+        assert t.paths == sorted(t.paths)
+    with from_dir(root, include_vendored=True) as t:
+        assert "vllm/third_party/vendored.py" in t.paths and t.excluded == 0
+
+
+def test_git_work_tree_uses_git_file_list(fixture_repo: Path) -> None:
+    (fixture_repo / "vllm/untracked.py").write_text("raise ValueError('untracked')\n")
+    (fixture_repo / ".gitignore").write_text("vllm/ignored.py\n")
+    (fixture_repo / "vllm/ignored.py").write_text("raise ValueError('ignored')\n")
+    repo = git.Repo(fixture_repo)
+    head = repo.head.commit.hexsha
+    with from_dir(fixture_repo, include_vendored=False) as t:
+        assert "vllm/untracked.py" not in t.paths and "vllm/ignored.py" not in t.paths
+        assert (t.info.ref, t.info.commit, t.info.commit_date, t.info.dirty) == (head, head, "2026-02-15T12:00:00Z", False)
+    (fixture_repo / "vllm/decoding.py").write_text("# changed\n")
+    with from_dir(fixture_repo, include_vendored=False) as t:
+        assert t.info.dirty is True
+        assert t.read("vllm/decoding.py") == b"# changed\n"  # the work tree, as the user has it
+
+
+@pytest.mark.parametrize("as_url", [False, True])
+def test_git_refs_read_from_object_store(fixture_repo: Path, as_url: bool) -> None:
+    url = fixture_repo.as_uri() if as_url else str(fixture_repo)
+    shas = {t.name: t.commit.hexsha for t in git.Repo(fixture_repo).tags}
+    with from_git(url, "v0.1.0", cache_dir(), include_vendored=False) as t:
+        assert (t.info.kind, t.info.ref, t.info.commit, t.info.commit_date, t.info.release) == (
+            "git", shas["v0.1.0"], shas["v0.1.0"], "2026-01-15T12:00:00Z", "0.1.0")
+        assert dcp_line(t) == 23
+    with from_git(url, "v0.2.0", cache_dir(), include_vendored=False) as t:
+        assert dcp_line(t) == 25
+    clones = list((cache_dir() / "git").iterdir())
+    assert len(clones) == 1 and (clones[0] / "HEAD").is_file() and not (clones[0] / "vllm").exists()
+
+
+def test_git_fetches_refs_made_after_the_clone(fixture_repo: Path) -> None:
+    with from_git(str(fixture_repo), "v0.1.0", cache_dir(), include_vendored=False):
+        pass
+    repo = git.Repo(fixture_repo)
+    (fixture_repo / "vllm/new.py").write_text("def f():\n    raise ValueError('new in v0.3.0')\n")
+    repo.git.add("-A")
+    repo.index.commit("v0.3.0")
+    repo.create_tag("v0.3.0")
+    with from_git(str(fixture_repo), "v0.3.0", cache_dir(), include_vendored=False) as t:
+        assert "vllm/new.py" in t.paths
+
+
+def test_git_missing_ref_and_missing_repo(fixture_repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(SourceError) as e:
+        from_git(str(fixture_repo), "v9.9.9", cache_dir(), include_vendored=False)
+    assert str(e.value) == f"ref 'v9.9.9' not found in {fixture_repo}"
+    with pytest.raises(SourceError, match="no such repository"):
+        from_git(str(tmp_path / "nope"), "main", cache_dir(), include_vendored=False)
+    with pytest.raises(SourceError, match="^cannot clone file:///"):
+        from_git((tmp_path / "nope").as_uri(), "main", cache_dir(), include_vendored=False)
+
+
+def test_wheel(fixture_wheel: Path) -> None:
+    with from_wheel(fixture_wheel, include_vendored=False) as t:
+        assert (t.info.kind, t.info.ref, t.info.commit, t.info.release, t.info.commit_date) == (
+            "wheel", "v0.1.0", "g0123abcd", "0.1.0", "2026-03-04T05:06:08Z")
+        assert t.excluded == 1
+        assert dcp_line(t) == 23
+
+
+def test_wheel_flash_attn_is_excluded_too(tmp_path: Path) -> None:
+    files = tree_files("0.1.0") | {"vllm/vllm_flash_attn/fa.py": "raise ValueError('copied in')\n"}
+    with from_wheel(make_wheel(tmp_path / "w.whl", files), include_vendored=False) as t:
+        assert t.excluded == 2 and not any("flash_attn" in p for p in t.paths)
+
+
+def test_bad_wheels(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.whl"
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(SourceError) as e:
+        from_wheel(bad, include_vendored=False)
+    assert str(e.value) == f"{bad}: not a valid wheel (zip): File is not a zip file"
+    with pytest.raises(SourceError, match="no such wheel file"):
+        from_wheel(tmp_path / "missing.whl", include_vendored=False)
+    empty = tmp_path / "empty.whl"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("other/x.py", "")
+    with pytest.raises(SourceError, match="the wheel holds no vllm/ package"):
+        from_wheel(empty, include_vendored=False)
+
+
+def test_corrupt_member_is_a_source_error(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path / "w.whl", tree_files("0.1.0"))
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("vllm/config/model.py")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for i in range(start + 5, start + 40):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with from_wheel(path, include_vendored=False) as t, pytest.raises(SourceError, match="corrupt wheel member vllm/config/model.py"):
+        t.read("vllm/config/model.py")
+
+
+def test_download_failures_are_clear() -> None:
+    with pytest.raises(SourceError) as e:
+        download_wheel("99.0.0", cache_dir())
+    assert str(e.value) == "could not download vllm==99.0.0 from the package index: No matching distribution found for vllm==99.0.0"
+    with pytest.raises(SourceError, match="not a version"):
+        download_wheel("1.0; rm -rf /", cache_dir())
+    assert not list((cache_dir() / "wheels").glob("*"))  # nothing half-written
+
+
+def test_version_info_reads_without_running() -> None:
+    assert version_info(b"__version__ = version = '0.33.0'\n__commit_id__ = commit_id = 'g4ba787ec9'\n") == ("0.33.0", "g4ba787ec9")
+    assert version_info(b"import os; os.system('boom')\n") == (None, None)
+    assert version_info(b"def (") == (None, None)
