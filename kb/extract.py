@@ -9,8 +9,10 @@ content hash.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -25,6 +27,12 @@ _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls"}
 _MAX_LOCAL_DEPTH = 3
 
 
+def may_hold_facts(data: bytes) -> bool:
+    """A file without the words `raise` and `class` can hold no site and no exception class:
+    it need not be parsed (about a fifth of vLLM's files, a sixth of the parse time)."""
+    return b"raise" in data or b"class" in data
+
+
 def extract(data: bytes) -> FileFacts:
     """Parse one file and collect its raises and class definitions. Never raises on bad input."""
     try:
@@ -36,7 +44,23 @@ def extract(data: bytes) -> FileFacts:
         return FileFacts(error=(_null_line(data), f"cannot parse: {e}"))
     except RecursionError:
         return FileFacts(error=(1, "cannot parse: too deeply nested"))
-    return _Walker(module).run()
+    return _Walker(module, interesting_lines(data)).run()
+
+
+_INTERESTING = re.compile(rb"raise|class")
+
+
+def interesting_lines(data: bytes) -> list[int]:
+    """Sorted numbers of the lines that mention `raise` or `class`: only subtrees holding one
+    of them are walked. A mention in a comment or string only costs a useless visit."""
+    lines: list[int] = []
+    line, last = 1, 0
+    for m in _INTERESTING.finditer(data):
+        line += data.count(b"\n", last, m.start())
+        last = m.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _null_line(data: bytes) -> int:
@@ -77,8 +101,11 @@ class _Scope:
 
 
 class _Walker:
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, interesting: list[int]) -> None:
         self.module = module
+        self.interesting = interesting
+        # id(test node) -> (node, source): shared by sibling raises; holding the node keeps its id unique
+        self.term_text: dict[int, tuple[ast.expr, str]] = {}
         self.classes: list[ClassFact] = []
         self.raises: list[RaiseFact] = []
         self.names: list[str] = []  # qualname parts
@@ -100,7 +127,12 @@ class _Walker:
     # --- statements -------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
-            self.stmt(stmt)
+            if isinstance(stmt, _SIMPLE):
+                continue
+            end = stmt.end_lineno or stmt.lineno
+            i = bisect.bisect_left(self.interesting, _first_line(stmt))
+            if i < len(self.interesting) and self.interesting[i] <= end:
+                self.stmt(stmt)
 
     def stmt(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Raise):
@@ -205,7 +237,7 @@ class _Walker:
                 template=template.text,
                 unresolved=template.unresolved,
                 message_kind=template.kind,
-                guard_terms=tuple(term_source(t) for t in self.terms),
+                guard_terms=tuple(self.term(t) for t in self.terms),
                 contexts=tuple(self.contexts),
                 locals=_guard_locals(self.terms, scope, self.module_scope, node.lineno),
                 decorators=decorators,
@@ -213,6 +245,12 @@ class _Walker:
                 validation=_validation(function, decorators, pydantic_class),
             )
         )
+
+    def term(self, test: ast.expr) -> str:
+        known = self.term_text.get(id(test))
+        if known is None:
+            known = self.term_text[id(test)] = (test, term_source(test))
+        return known[1]
 
     def scope(self) -> _Scope:
         if not self.functions:
@@ -225,6 +263,16 @@ class _Walker:
             scope.collected = True
             self.scopes[id(fn)] = scope
         return scope
+
+
+# Statements that can neither raise nor hold a raise or a class definition.
+_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Pass, ast.Import, ast.ImportFrom,
+           ast.Assert, ast.Delete, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
 
 
 def _in_class_or_method(kinds: list[str]) -> bool:

@@ -84,7 +84,7 @@ __version__ = version = "{version}"
 __commit_id__ = commit_id = "g0123abcd"
 '''
 
-BROKEN = "def broken(:\n    pass\n"
+BROKEN = "def broken(:\n    raise ValueError('never seen')\n"
 
 VENDORED = '''
 def vendored():

@@ -80,6 +80,15 @@ def test_strict_fails_on_parse_warnings(tree: Path) -> None:
         scan(t, jobs=1, strict=True)
 
 
+def test_files_without_raise_or_class_are_parsed_only_when_strict(tree: Path) -> None:
+    (tree / "vllm/broken.py").unlink()
+    (tree / "vllm/quiet.py").write_text("x = (\n")
+    with from_dir(tree, include_vendored=False) as t:
+        assert scan(t, jobs=1).warnings == ()
+        with pytest.raises(ScanError, match="first: vllm/quiet.py:1: cannot parse"):
+            scan(t, jobs=1, strict=True)
+
+
 def test_excerpt_is_37_lines_clipped_at_file_ends() -> None:
     lines = source_lines(b"".join(b"line %d\n" % i for i in range(1, 101)))
     e = excerpt(lines, 50)
