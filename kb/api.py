@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from kb.errors import KBError, ScanError
 from kb.factcache import FactCache
@@ -13,6 +13,9 @@ from kb.model import ScanResult
 from kb.paths import cache_dir
 from kb.scan import Progress, scan
 from kb.source import SourceSpec, open_tree
+
+if TYPE_CHECKING:
+    from kb.build import BuildOptions, BuildReport
 
 
 def scan_release(
@@ -33,6 +36,16 @@ def scan_release(
     if not result.sites:
         raise ScanError(f"no raise of {', '.join(exceptions)} found in {result.files} files: is this a vLLM tree?")
     return result
+
+
+def build_release(spec: SourceSpec, options: "BuildOptions", jobs: Optional[int] = None, use_cache: bool = True,
+                  progress: Optional[Callable[[str, int, int], None]] = None) -> "BuildReport":
+    """Scan the tree, merge, render the whole site into `options.output` (swapped in at the end)."""
+    from kb.build import build_site
+
+    scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
+    result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=scan_progress)
+    return build_site(result, options, progress=progress)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -58,4 +71,4 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["KBError", "scan_release", "write_atomic"]
+__all__ = ["KBError", "build_release", "scan_release", "write_atomic"]

@@ -43,16 +43,22 @@ class _Usage(Exception):
 
 
 def _progress(quiet: bool):
+    """A one-line progress display on a terminal; nothing otherwise."""
     if quiet or not sys.stderr.isatty():
         return None
 
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\rscanning: {done}/{total} files")
+    def show(what: str, done: int, total: int) -> None:
+        sys.stderr.write(f"\r{what}: {done}/{total}\033[K")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
     return show
+
+
+def _scan_progress(quiet: bool):
+    show = _progress(quiet)
+    return (lambda done, total: show("files scanned", done, total)) if show else None
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -63,7 +69,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if not exceptions:
         raise _Usage("--exceptions needs at least one class name, or 'all'")
     result = scan_release(_spec(args), exceptions, jobs=args.jobs, use_cache=not args.no_cache,
-                          strict=args.strict, progress=_progress(args.quiet))
+                          strict=args.strict, progress=_scan_progress(args.quiet))
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     text = dumps(result)
@@ -76,6 +82,35 @@ def cmd_scan(args: argparse.Namespace) -> int:
             print(f"{c['sites']} sites, {c['ids']} ids in {c['files']} files "
                   f"({c['excluded_files']} vendored files excluded, {c['parse_warnings']} parse warnings, "
                   f"{c['unresolved_templates']} unresolved templates) -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from kb.api import build_release
+    from kb.build import BuildOptions
+
+    options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
+    report = build_release(_spec(args), options, jobs=args.jobs, use_cache=not args.no_cache,
+                           progress=_progress(args.quiet))
+    if not args.quiet:
+        print(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
+              f"{report.files_written} files written, {report.files_kept} kept; "
+              f"{report.bytes / 1e6:.1f} MB -> {report.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kb.serve import make_server
+
+    server = make_server(Path(args.folder), args.port)
+    host, port = server.server_address[:2]
+    print(f"Serving {args.folder} at http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0
 
 
@@ -93,6 +128,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
     s.add_argument("--quiet", action="store_true", help="no progress or summary on standard error")
     s.set_defaults(func=cmd_scan)
+
+    b = sub.add_parser("build", help="build the static site (pages, JSON API, search) for a vLLM tree")
+    _source_options(b)
+    b.add_argument("-o", "--output", default="site", metavar="DIR", help="the site folder (default: site)")
+    b.add_argument("--site-url", metavar="URL", help="public URL of the site: enables sitemap.xml")
+    b.add_argument("--report-repo", default="vllm-error-kb/vllm-error-kb", metavar="OWNER/NAME",
+                   help="GitHub repository that the pages' 'Report an issue' links open an issue in")
+    b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
+    b.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    b.add_argument("--quiet", action="store_true", help="no progress or summary on standard error")
+    b.set_defaults(func=cmd_build)
+
+    v = sub.add_parser("serve", help="serve a built site on 127.0.0.1 for local browsing")
+    v.add_argument("folder", nargs="?", default="site", help="the built site (default: site)")
+    v.add_argument("--port", type=int, default=8000)
+    v.set_defaults(func=cmd_serve)
     return p
 
 

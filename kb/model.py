@@ -128,6 +128,9 @@ class FileFacts:
 class Excerpt:
     start: int
     lines: tuple[str, ...]
+    # The quote of a multi-line string that is still open where the excerpt starts (so that
+    # highlighting the excerpt alone lexes it as a string), else "".
+    open_string: str = ""
 
     @property
     def end(self) -> int:
@@ -224,3 +227,31 @@ class ScanResult:
 def join_guard(terms: tuple[str, ...] | list[str]) -> str:
     """Terms are already parenthesised where needed (see scan.term_source)."""
     return " and ".join(terms)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One error id with everything a page and an API record need."""
+
+    id: str
+    slug: str
+    title: str
+    template: str
+    exception_class: str
+    sites: tuple[Site, ...]  # sorted by line; all in one file (the file is part of the id)
+    subsystem: str
+    related: tuple[str, ...]
+    entry: Any = None  # kb.entries.Entry when curated
+    stale: tuple[str, ...] = ()  # why a curated entry may be out of date
+
+    @property
+    def file(self) -> str:
+        return self.sites[0].file
+
+    @property
+    def line(self) -> int:
+        return self.sites[0].line
+
+    @property
+    def curated(self) -> bool:
+        return self.entry is not None

@@ -52,7 +52,7 @@ def scan(
             continue
         lines = source_lines(data)
         for r in sorted(matching, key=lambda r: r.line):
-            sites.append(Site(error_id(r.template, path), path, r, r.exception_name, excerpt(lines, r.line)))
+            sites.append(Site(error_id(r.template, path), path, r, r.exception_name, excerpt(lines, r.line, open_at=True)))
     return ScanResult(
         tree=tree.info,
         id_scheme=ID_SCHEME,
@@ -103,11 +103,22 @@ def source_lines(data: bytes) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerpt:
+def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS, open_at: bool = False) -> Excerpt:
     last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
     start = max(1, line - radius)
     end = min(last, line + radius)
-    return Excerpt(start, tuple(lines[start - 1 : end]))
+    return Excerpt(start, tuple(lines[start - 1 : end]), open_string(lines, start) if open_at else "")
+
+
+def open_string(lines: list[str], line: int) -> str:
+    """The triple quote left open before `line`, by counting triple quotes above it (a cheap
+    heuristic: quotes inside comments or other strings can fool it; it only steers colours)."""
+    before = "\n".join(lines[: line - 1])
+    if before.count('"""') % 2:
+        return '"""'
+    if before.count("'''") % 2:
+        return "'''"
+    return ""
 
 
 def content_key(data: bytes) -> str:

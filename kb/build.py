@@ -1,0 +1,304 @@
+"""Orchestration: scan + merge + render, written into a temporary folder and swapped in.
+
+The only module that writes the output folder. Error pages, the bulk of the work, are
+rendered in worker processes grouped by source file (so each file's excerpts are
+highlighted once); a page whose inputs did not change since the last build is not rendered
+again but taken over from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from kb.apirecord import SiteInfo, api_record, dumps
+from kb.highlight import css, highlight_excerpts
+from kb.matchindex import match_index
+from kb.merge import build_records
+from kb.model import Record, ScanResult
+from kb.output import Output
+from kb.paths import data_dir
+from kb.render import (
+    environment,
+    error_page,
+    home_page,
+    list_page,
+    markdown_page,
+    redirect_page,
+    simple_page,
+    templates_digest,
+    browse_page,
+)
+
+PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
+FILES_PAGE_SIZE = 200
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    output: Path
+    site_url: Optional[str] = None
+    report_repo: str = "vllm-error-kb/vllm-error-kb"
+    jobs: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    output: Path
+    records: int
+    pages_rendered: int
+    files_written: int
+    files_kept: int
+    bytes: int
+    largest_page: tuple[str, int]
+    problems: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What a list or a related-errors link shows of a record."""
+
+    id: str
+    title: str
+    file: str
+    line: int
+    curated: bool
+    stale: bool = False
+
+
+def summary(r: Record) -> _Summary:
+    return _Summary(r.id, r.title, r.file, r.line, r.curated, bool(r.stale))
+
+
+def build_site(scan: ScanResult, options: BuildOptions, records: Optional[Sequence[Record]] = None,
+               progress: Optional[Progress] = None) -> BuildReport:
+    info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None)
+    records = list(records) if records is not None else build_records(scan)
+    out = Output(options.output)
+    try:
+        report = _write_all(scan, records, info, out, options, progress)
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    return report
+
+
+def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
+               progress: Optional[Progress]) -> BuildReport:
+    summaries = {r.id: summary(r) for r in records}
+    digest = templates_digest()
+    globals_key = json.dumps([digest, _info_key(info)], sort_keys=True)
+
+    # JSON records and the keys of the pages.
+    todo: dict[str, list[Record]] = {}
+    keys: dict[str, str] = {}
+    largest = ("", 0)
+    for r in records:
+        text = dumps(api_record(r, info))
+        out.write(f"api/errors/{r.id}", text)
+        out.write(f"api/errors/{r.id}.json", text)
+        out.write(f"errors/{r.slug}/index.html", redirect_page(f"errors/{r.slug}/index.html", f"errors/{r.id}/", r.title))
+        keys[r.id] = _page_key(globals_key, text, r, summaries)
+        if not out.unchanged(f"errors/{r.id}/index.html", keys[r.id]):
+            todo.setdefault(r.file, []).append(r)
+    rendered = 0
+    total = sum(len(v) for v in todo.values())
+    if progress:
+        progress("pages", 0, total)
+    for ident, path, html in _render_pages(todo, summaries, info, options.jobs):
+        out.write(path, html, keys[ident])
+        rendered += 1
+        if len(html) > largest[1]:
+            largest = (path, len(html))
+        if progress and (rendered % 50 == 0 or rendered == total):
+            progress("pages", rendered, total)
+
+    for path, html in _other_pages(scan, records, info, summaries):
+        out.write(path, html)
+        if path.endswith(".html") and len(html.encode()) > largest[1]:
+            largest = (path, len(html.encode()))
+    return BuildReport(options.output, len(records), rendered, out.written, out.kept, out.bytes, largest)
+
+
+def _info_key(info: SiteInfo) -> list[Any]:
+    t = info.tree
+    return [t.kind, t.ref, t.commit, t.commit_date, t.release, info.report_repo, info.site_url]
+
+
+def _page_key(globals_key: str, api_text: str, r: Record, summaries: dict[str, _Summary]) -> str:
+    h = hashlib.sha256(globals_key.encode())
+    h.update(api_text.encode())
+    for s in r.sites:
+        h.update(json.dumps([s.excerpt.start, s.excerpt.open_string, *s.excerpt.lines]).encode())
+    h.update(json.dumps([list(vars(summaries[i]).values()) for i in r.related]).encode())
+    return h.hexdigest()
+
+
+# --- error pages, in worker processes --------------------------------------------------------
+def _render_group(records: list[Record], related: dict[str, _Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
+    html_lines = highlight_excerpts(s.excerpt for r in records for s in r.sites)
+    return [
+        (r.id, f"errors/{r.id}/index.html", error_page(r, info, [related[i] for i in r.related], html_lines))
+        for r in records
+    ]
+
+
+def _render_batch(batch: list[tuple[list[Record], dict[str, _Summary]]], info: SiteInfo) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    for records, related in batch:
+        out.extend(_render_group(records, related, info))
+    return out
+
+
+def _render_pages(todo: dict[str, list[Record]], summaries: dict[str, _Summary], info: SiteInfo,
+                  jobs: Optional[int]) -> Iterator[tuple[str, str, str]]:
+    groups = []
+    for file in sorted(todo):
+        records = todo[file]
+        related = {i: summaries[i] for r in records for i in r.related}
+        groups.append((records, related))
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers <= 1 or len(groups) < 4:
+        for records, related in groups:
+            yield from _render_group(records, related, info)
+        return
+    batches = _batches(groups, workers * 6)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for results in pool.map(_render_batch, batches, [info] * len(batches)):
+            yield from results
+
+
+def _batches(groups: list[tuple[list[Record], dict[str, _Summary]]], count: int):
+    order = sorted(range(len(groups)), key=lambda i: -sum(len(r.sites) for r in groups[i][0]))
+    batches: list[list[Any]] = [[] for _ in range(min(count, len(groups)))]
+    sizes = [0] * len(batches)
+    for i in order:
+        b = sizes.index(min(sizes))
+        batches[b].append(groups[i])
+        sizes[b] += sum(len(r.sites) for r in groups[i][0])
+    return [b for b in batches if b]
+
+
+# --- everything else ---------------------------------------------------------------------------
+def _other_pages(scan: ScanResult, records: list[Record], info: SiteInfo, summaries: dict[str, _Summary]):
+    counts = scan.counts | {"curated": sum(1 for r in records if r.curated)}
+    by_subsystem: dict[str, list[Record]] = {}
+    by_class: dict[str, list[Record]] = {}
+    for r in records:
+        by_subsystem.setdefault(r.subsystem, []).append(r)
+        by_class.setdefault(r.exception_class, []).append(r)
+    subsystems = sorted(((k, len(v)) for k, v in by_subsystem.items()), key=lambda x: (-x[1], x[0]))
+    classes = sorted(((k, len(v)) for k, v in by_class.items()), key=lambda x: (-x[1], x[0]))
+    curated = [summaries[r.id] for r in sorted(records, key=lambda r: (r.title.lower(), r.id)) if r.curated]
+
+    yield "index.html", home_page(info, curated, counts, subsystems, classes)
+
+    file_links: list[tuple[str, int, str]] = []
+    linked: set[str] = set()
+    for name, group in sorted(by_subsystem.items()):
+        pages = _paginate(group)
+        for n, chunk in enumerate(pages, start=1):
+            base = f"browse/{name}/"
+            path = base + (f"page-{n}/" if n > 1 else "") + "index.html"
+            by_file: dict[str, list[_Summary]] = {}
+            for r in chunk:
+                by_file.setdefault(r.file, []).append(summaries[r.id])
+                if r.file not in linked:
+                    linked.add(r.file)
+                    anchor = r.file.replace("/", "-").replace(".", "-")
+                    file_links.append((r.file, 0, f"{name}/{'page-%d/' % n if n > 1 else ''}#{anchor}"))
+            yield path, list_page(path, info, f"{name}: errors by file", f"{len(group)} errors raised in vllm/{name}/."
+                                  if name != "vllm" else f"{len(group)} errors raised in top-level modules of vllm/.",
+                                  list(by_file.items()), {"pages": len(pages), "page": n, "base": base},
+                                  [("browse/", "Browse")])
+    per_file = {}
+    for r in records:
+        per_file[r.file] = per_file.get(r.file, 0) + 1
+    files = sorted((f, per_file[f], "../" + href) for f, _, href in file_links)
+    file_pages = [files[i : i + FILES_PAGE_SIZE] for i in range(0, len(files), FILES_PAGE_SIZE)] or [[]]
+    for n, chunk in enumerate(file_pages, start=1):
+        path = "browse/files/" + (f"page-{n}/" if n > 1 else "") + "index.html"
+        fix = "../" if n > 1 else ""
+        yield path, simple_page(path, "files.html.jinja2", info, "Errors by file",
+                                files=[(f, c, fix + h) for f, c, h in chunk],
+                                pager={"pages": len(file_pages), "page": n, "base": "browse/files/"},
+                                crumbs=[("browse/", "Browse")], total=len(files))
+    yield "browse/index.html", browse_page(info, subsystems, classes, len(files))
+    for name, group in sorted(by_class.items()):
+        pages = _paginate(group)
+        for n, chunk in enumerate(pages, start=1):
+            base = f"browse/class/{name}/"
+            path = base + (f"page-{n}/" if n > 1 else "") + "index.html"
+            yield path, list_page(path, info, f"{name}: errors", f"{len(group)} errors raise {name}.",
+                                  [("", [summaries[r.id] for r in chunk])],
+                                  {"pages": len(pages), "page": n, "base": base}, [("browse/", "Browse")])
+
+    yield "search/index.html", simple_page("search/index.html", "search.html.jinja2", info, "Search errors")
+    example = next((r for r in records if r.id == "d97d5d8528e2b364"), records[0] if records else None)
+    example_json = dumps(api_record(example, info)) if example else "{}"
+    yield "api/index.html", simple_page("api/index.html", "api.html.jinja2", info, "JSON API",
+                                        example=example, example_json=example_json)
+    readme = data_dir("errors") / "README.md"
+    if readme.is_file():
+        yield "contribute/index.html", markdown_page("contribute/index.html", info, "Curated entries: how to add one",
+                                                     readme.read_text(encoding="utf-8"))
+    yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found").replace(
+        'href="./', 'href="/').replace('src="./', 'src="/')
+    yield "api/errors/index.json", json.dumps(
+        {"release": info.tree.release, "ref": info.tree.ref, "errors": [
+            {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
+             "line": r.line, "curated": r.curated} for r in records]},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+    yield "api/schema.json", (Path(__file__).parent / "schemas" / "record.schema.json").read_text(encoding="utf-8")
+    yield "api/match-index.json", json.dumps(match_index(records, info.tree.release), sort_keys=True,
+                                             ensure_ascii=False, separators=(",", ":")) + "\n"
+    yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
+    if info.site_url:
+        yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem)
+    static = data_dir("templates") / "static"
+    for p in sorted(static.rglob("*")):
+        if p.is_file():
+            yield f"static/{p.relative_to(static).as_posix()}", p.read_text(encoding="utf-8")
+    yield "static/code.css", _code_css()
+
+
+def _paginate(group: list[Record]) -> list[list[Record]]:
+    return [group[i : i + PAGE_SIZE] for i in range(0, len(group), PAGE_SIZE)] or [[]]
+
+
+def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]]) -> str:
+    urls = [f"{base}/", f"{base}/browse/", f"{base}/search/", f"{base}/api/", f"{base}/contribute/"]
+    urls += [f"{base}/browse/{name}/" for name in sorted(by_subsystem)]
+    urls += [f"{base}/errors/{r.id}/" for r in records]
+    body = "".join(f"<url><loc>{_xml(u)}</loc></url>\n" for u in urls)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code_css() -> str:
+    """Pygments colours for both themes: light by default, dark by system setting or choice."""
+    dark = css("monokai", ".code")
+    return (_scoped(css("default", ".code"), "") + "@media (prefers-color-scheme: dark) {\n"
+            + _scoped(dark, ':root:not([data-theme="light"]) ') + "}\n" + _scoped(dark, ':root[data-theme="dark"] '))
+
+
+def _scoped(rules: str, prefix: str) -> str:
+    out = []
+    for line in rules.splitlines():
+        if line.startswith(("pre {", "td.linenos", "span.linenos", "td.linenos .special", "span.linenos.special")):
+            continue
+        out.append(prefix + line if line.startswith(".code") else line)
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["BuildOptions", "BuildReport", "build_site", "environment"]

@@ -1,0 +1,55 @@
+"""The compiled match index: every template split into literal parts, for the site's
+paste-your-error search and for `kb explain` (one index, so they cannot disagree)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from kb.model import Record
+from kb.present import template_parts
+
+MATCH_FORMAT = "kb-match/1"
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Runs of white space become one space (messages are wrapped, logs re-indent them)."""
+    return _SPACE.sub(" ", text)
+
+
+def literal_parts(template: str) -> tuple[list[str], list[str]]:
+    parts, names = template_parts(template)
+    parts = [normalize(p) for p in parts]
+    if parts:
+        parts[0] = parts[0].lstrip()
+        parts[-1] = parts[-1].rstrip()
+    return parts, names
+
+
+def search_text(record: Record) -> str:
+    bits = [record.title, record.template, record.file, record.sites[0].fact.qualname, record.exception_class]
+    e = record.entry
+    if e is not None:
+        bits += [e.meaning, *e.solutions]
+    return normalize(" ".join(bits)).lower()
+
+
+def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
+    entries = []
+    for r in records:
+        parts, names = literal_parts(r.template)
+        entries.append({
+            "id": r.id,
+            "title": r.title,
+            "cls": r.exception_class,
+            "file": r.file,
+            "line": r.line,
+            "curated": r.curated,
+            "parts": parts,
+            "names": names,
+            "literal": sum(len(p) for p in parts),
+            "longest": max(parts, key=len) if parts else "",
+            "text": search_text(r),
+        })
+    return {"format": MATCH_FORMAT, "release": release, "entries": entries}

@@ -1,0 +1,180 @@
+"""ONE jinja2 Environment and pure render functions: records in, strings out, no I/O."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Optional
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup, escape
+
+from kb.apirecord import SiteInfo, facts_sentence
+from kb.highlight import highlight_excerpts
+from kb.markdown_text import to_html, to_inline_html
+from kb.model import Record, Site
+from kb.paths import data_dir
+from kb.present import github_url, trigger_facts
+
+FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
+SHORT_RADIUS = 3
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+@lru_cache(maxsize=None)
+def environment(templates: Optional[str] = None) -> jinja2.Environment:
+    folder = Path(templates) if templates else data_dir("templates")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(folder)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["markdown"] = to_html
+    env.filters["inline_markdown"] = to_inline_html
+    env.filters["message"] = message_html
+    env.filters["short_date"] = lambda d: (d or "")[:10]
+    return env
+
+
+def templates_digest(templates: Optional[str] = None) -> str:
+    """Changes when any template or static file changes: part of every page's cache key."""
+    folder = Path(templates) if templates else data_dir("templates")
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def message_html(template: str) -> Markup:
+    """The template, escaped, with each placeholder visibly marked."""
+    out: list[str] = []
+    last = 0
+    for m in _PLACEHOLDER.finditer(template):
+        out.append(str(escape(template[last : m.start()])))
+        out.append(f'<var class="ph" title="a value filled in at run time">{escape(m.group(0))}</var>')
+        last = m.end()
+    out.append(str(escape(template[last:])))
+    return Markup("".join(out))  # noqa: S704 - every part escaped above
+
+
+@dataclass(frozen=True)
+class Page:
+    """Where a page sits: `root` is the relative way back to the site's top ("../../")."""
+
+    path: str  # e.g. "errors/<id>/index.html"
+
+    @property
+    def root(self) -> str:
+        depth = self.path.count("/")
+        return "../" * depth if depth else "./"
+
+
+def _common(info: SiteInfo, page: Page, title: str) -> dict[str, Any]:
+    return {"info": info, "tree": info.tree, "root": page.root, "page_title": title}
+
+
+# --- error pages -------------------------------------------------------------------------------
+def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool) -> dict[str, Any]:
+    e = site.excerpt
+    radius_lines = range(e.start, e.end + 1) if full else range(max(e.start, site.line - SHORT_RADIUS),
+                                                                 min(e.end, site.fact.end_line + SHORT_RADIUS) + 1)
+    lines = [
+        {"n": n, "html": Markup(html_lines.get(n, str(escape(e.lines[n - e.start])))),  # noqa: S704 - pygments escapes
+         "hit": site.line <= n <= site.fact.end_line}
+        for n in radius_lines
+    ]
+    return {
+        "file": site.file,
+        "line": site.line,
+        "end_line": site.fact.end_line,
+        "function": site.fact.qualname,
+        "exception": site.fact.exception,
+        "github": github_url(info.tree.ref, site.file, site.line),
+        "lines": lines,
+        "full": full,
+        "trigger": trigger_facts(site),
+        "pydantic": site.pydantic_wrapped,
+        "validation": site.fact.validation,
+    }
+
+
+def issue_url(record: Record, info: SiteInfo) -> str:
+    body = (f"Error page: /errors/{record.id}/\nRelease: {info.label} ({info.tree.ref})\n"
+            f"Source: {record.file}:{record.line}\n\nWhat is wrong or missing:\n")
+    query = urlencode({"title": f"[{record.id}] {record.title[:80]}", "body": body, "labels": "error-page"})
+    return f"https://github.com/{info.report_repo}/issues/new?{query}"
+
+
+def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines: Optional[dict[int, str]] = None,
+               check_js: Optional[dict[str, Any]] = None) -> str:
+    page = Page(f"errors/{record.id}/index.html")
+    if html_lines is None:
+        html_lines = highlight_excerpts(s.excerpt for s in record.sites)
+    full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
+    sites = [site_view(s, info, html_lines, i < full) for i, s in enumerate(record.sites)]
+    triggers: list[dict[str, Any]] = []  # sites with the same trigger are listed once
+    for view in sites:
+        same = next((t for t in triggers if t["trigger"] == view["trigger"]), None)
+        if same is None:
+            triggers.append({"trigger": view["trigger"], "lines": [view["line"]]})
+        else:
+            same["lines"].append(view["line"])
+    ctx = _common(info, page, record.title) | {
+        "r": record,
+        "e": record.entry,
+        "sites": sites,
+        "triggers": triggers,
+        "facts": facts_sentence(record),
+        "related": related,
+        "issue_url": issue_url(record, info),
+        "check_js": check_js,
+    }
+    return environment().get_template("error.html.jinja2").render(ctx)
+
+
+def redirect_page(path: str, target: str, title: str) -> str:
+    """A static redirect (meta refresh + canonical + a plain link) from `path` to site path `target`."""
+    page = Page(path)
+    return environment().get_template("redirect.html.jinja2").render(
+        {"url": page.root + target, "title": title, "root": page.root})
+
+
+# --- lists -----------------------------------------------------------------------------------------
+def list_page(path: str, info: SiteInfo, title: str, intro: str, groups: list[tuple[str, list[Record]]],
+              pager: Optional[dict[str, Any]] = None, crumbs: Iterable[tuple[str, str]] = ()) -> str:
+    page = Page(path)
+    ctx = _common(info, page, title) | {"title": title, "intro": intro, "groups": groups, "pager": pager,
+                                        "crumbs": list(crumbs)}
+    return environment().get_template("list.html.jinja2").render(ctx)
+
+
+def home_page(info: SiteInfo, curated: list[Record], counts: dict[str, int], subsystems: list[tuple[str, int]],
+              classes: list[tuple[str, int]]) -> str:
+    page = Page("index.html")
+    ctx = _common(info, page, "vLLM Error KB") | {"curated": curated, "counts": counts, "subsystems": subsystems,
+                                                  "classes": classes}
+    return environment().get_template("home.html.jinja2").render(ctx)
+
+
+def browse_page(info: SiteInfo, subsystems: list[tuple[str, int]], classes: list[tuple[str, int]],
+                files: int) -> str:
+    page = Page("browse/index.html")
+    ctx = _common(info, page, "Browse errors") | {"subsystems": subsystems, "classes": classes, "files": files}
+    return environment().get_template("browse.html.jinja2").render(ctx)
+
+
+def simple_page(path: str, template: str, info: SiteInfo, title: str, **extra: Any) -> str:
+    ctx = _common(info, Page(path), title) | extra
+    return environment().get_template(template).render(ctx)
+
+
+def markdown_page(path: str, info: SiteInfo, title: str, text: str) -> str:
+    return simple_page(path, "prose.html.jinja2", info, title, body=to_html(text))

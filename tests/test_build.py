@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kb.build import BuildOptions, build_site
+from kb.linkcheck import broken_links
+from sitehelpers import build_fixture, fixture_scan
+
+DCP = "d97d5d8528e2b364"
+RECORD_SCHEMA = json.loads((Path(__file__).parent.parent / "kb/schemas/record.schema.json").read_text())
+ERRLOOKUP_FIELDS = ("id repo slug errorCode errorMessage messagePattern errorType errorClass httpStatus severity filePath "
+                    "lineNumber sourceCode sourceCodeStart sourceCodeEnd githubUrl documentation triggerScenarios "
+                    "commonSituations solutions exampleFix handlingStrategy validationCode typeGuard tryCatchPattern "
+                    "preventionTips tags analyzedSha analyzedAt schemaVersion").split()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out, _ = build_fixture(tmp_path_factory.mktemp("b"), site_url="https://errors.example.org")
+    return out
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_one_page_and_record_per_id(site: Path) -> None:
+    index = json.loads((site / "api/errors/index.json").read_text())
+    ids = [row["id"] for row in index["errors"]]
+    assert len(ids) == 7 and DCP in ids
+    for ident in ids:
+        assert (site / f"errors/{ident}/index.html").is_file()
+        record = (site / f"api/errors/{ident}").read_bytes()
+        assert record == (site / f"api/errors/{ident}.json").read_bytes()
+        data = json.loads(record)
+        jsonschema.validate(data, RECORD_SCHEMA)
+        assert set(ERRLOOKUP_FIELDS) <= set(data)
+    assert json.loads((site / "api/schema.json").read_text()) == RECORD_SCHEMA
+
+
+def test_record_is_errlookup_compatible_and_factual(site: Path) -> None:
+    r = json.loads((site / f"api/errors/{DCP}").read_text())
+    assert r["id"] == DCP and r["repo"] == "vllm-project/vllm" and r["schemaVersion"] == 2
+    assert r["errorMessage"].startswith("The model's number of query heads per KV head ({num_q_per_kv})")
+    assert r["filePath"] == "vllm/config/model.py" and r["lineNumber"] == 23
+    assert r["sourceCodeStart"] == 5 and r["sourceCodeEnd"] == 39  # clipped at the end of the file
+    assert r["githubUrl"] == "https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/config/model.py#L23"
+    assert "ModelConfig.verify_with_parallel_config" in r["documentation"] and "Not curated yet." in r["documentation"]
+    assert r["triggerScenarios"].startswith(
+        "Raised in ModelConfig.verify_with_parallel_config when num_q_per_kv % decode_context_parallel_size != 0, "
+        "inside: decode_context_parallel_size > 1 and not self.use_mla.")
+    assert r["solutions"] == [] and r["exampleFix"] is None and r["handlingStrategy"] is None
+    assert r["kb"]["curated"] is False and r["analyzedSha"] == "g0123abcd"
+    import re
+    pattern = re.compile(r["messagePattern"])
+    message = ("The model's number of query heads per KV head (6) must be divisible by "
+               "`--decode-context-parallel-size` (4) for GQA/MQA.")
+    assert pattern.match(message).groups() == ("6", "4")
+
+
+def test_error_page_has_every_section_of_the_reference(site: Path) -> None:
+    html = (site / f"errors/{DCP}/index.html").read_text()
+    for needle in [
+        "vllm-project/vllm · error · ValueError",
+        "<h2>Error message</h2>", '<var class="ph" title="a value filled in at run time">{num_q_per_kv}</var>',
+        "<h2>What it means</h2>", "No curated explanation exists for this error yet",
+        "<h2>Source</h2>", "Thrown at <code>vllm/config/model.py:23</code> in <code>ModelConfig.verify_with_parallel_config</code>",
+        'href="https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/config/model.py#L23">View on GitHub (pinned to v0.1.0)',
+        "<h2>Solutions</h2>", "<h2>Example fix</h2>", "<h2>Defensive patterns</h2>", "<h2>Prevention</h2>",
+        "<h2>When it happens</h2>", "<h3>Trigger</h3>", "<h3>Common situations</h3>", "<h2>Related errors</h2>",
+        "Raised when <code>num_q_per_kv % decode_context_parallel_size != 0</code>, inside: "
+        "<code>decode_context_parallel_size &gt; 1 and not self.use_mla</code>",
+        "<code>num_q_per_kv = total_num_attention_heads // total_num_kv_heads</code>",
+        "Data as JSON:", f'href="../../api/errors/{DCP}.json"', "Report an issue",
+        "https://github.com/vllm-error-kb/vllm-error-kb/issues/new?",
+        "Derived from the source:",
+    ]:
+        assert needle in html, needle
+    # the excerpt (line-18 .. line+18, clipped at the file's end) with the raise lines highlighted
+    assert html.count('<span class="row hit">') == 6 and html.count('<span class="ln" aria-hidden="true">') == 35  # lines 5-39
+    # related: the sibling in the same function first
+    related = html[html.index("<h2>Related errors</h2>"):]
+    assert related.index("Total number of attention heads") < related.index("max_model_len")
+
+
+def test_pydantic_wrapped_errors_say_so(site: Path) -> None:
+    r = json.loads((site / "api/errors/index.json").read_text())
+    ident = next(e["id"] for e in r["errors"] if e["message"].startswith("max_model_len must be non-negative"))
+    html = (site / f"errors/{ident}/index.html").read_text()
+    assert "reaches you wrapped" in html and "field_validator" in html
+
+
+def test_scanned_text_is_escaped(site: Path) -> None:
+    index = json.loads((site / "api/errors/index.json").read_text())
+    ident = next(e["id"] for e in index["errors"] if "<script>" in e["message"])
+    html = (site / f"errors/{ident}/index.html").read_text()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; bad" in html
+
+
+def test_no_broken_links_and_lean_pages(site: Path) -> None:
+    assert broken_links(site) == []
+    for page in site.rglob("*.html"):
+        assert page.stat().st_size < 50_000, page
+        assert "http://" not in page.read_text().replace("http://www.sitemaps.org", "")  # no external requests
+    html = (site / "index.html").read_text()
+    assert "0 of 7 errors curated" in html and 'action="search/"' in html
+
+
+def test_slug_redirects_and_site_files(site: Path) -> None:
+    index = json.loads((site / "api/errors/index.json").read_text())
+    row = next(e for e in index["errors"] if e["id"] == DCP)
+    redirect = (site / f"errors/{row['slug']}/index.html").read_text()
+    assert f'content="0; url=../../errors/{DCP}/"' in redirect
+    assert (site / "404.html").is_file()
+    assert (site / "robots.txt").read_text() == "User-agent: *\nAllow: /\nSitemap: https://errors.example.org/sitemap.xml\n"
+    assert f"<loc>https://errors.example.org/errors/{DCP}/</loc>" in (site / "sitemap.xml").read_text()
+    match = json.loads((site / "api/match-index.json").read_text())
+    entry = next(e for e in match["entries"] if e["id"] == DCP)
+    assert entry["parts"][0] == "The model's number of query heads per KV head (" and entry["names"] == [
+        "num_q_per_kv", "decode_context_parallel_size"]
+
+
+def test_no_sitemap_without_site_url(tmp_path: Path) -> None:
+    out, _ = build_fixture(tmp_path)
+    assert not (out / "sitemap.xml").exists()
+    assert (out / "robots.txt").read_text() == "User-agent: *\nAllow: /\n"
+
+
+def test_builds_are_byte_identical(tmp_path: Path) -> None:
+    a, _ = build_fixture(tmp_path / "a", site_url="https://x.example")
+    b, _ = build_fixture(tmp_path / "b", site_url="https://x.example")
+    assert files_of(a) == files_of(b)
+
+
+def test_warm_rebuild_rewrites_nothing(tmp_path: Path) -> None:
+    out, first = build_fixture(tmp_path)
+    inodes = {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json"}
+    _, second = build_fixture(tmp_path, out=out)
+    assert second.pages_rendered == 0 and second.files_written == 0
+    assert {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json"} == inodes
+    # one changed source file re-renders only its own pages
+    _, third = build_fixture(tmp_path, out=out, extra={"vllm/entrypoints/evil.py": "def f():\n    raise ValueError('changed')\n"})
+    assert third.pages_rendered == 1
+
+
+def test_failed_build_leaves_previous_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, _ = build_fixture(tmp_path)
+    before = files_of(out)
+    import kb.build as build_module
+
+    def boom(*a, **k):
+        raise RuntimeError("template exploded")
+
+    monkeypatch.setattr(build_module, "home_page", boom)
+    result = fixture_scan(tmp_path / "tree2")
+    with pytest.raises(RuntimeError):
+        build_site(result, BuildOptions(out, jobs=1))
+    assert files_of(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_parallel_render_matches_serial(tmp_path: Path) -> None:
+    result = fixture_scan(tmp_path / "tree")
+    build_site(result, BuildOptions(tmp_path / "one", jobs=1))
+    build_site(result, BuildOptions(tmp_path / "two", jobs=2))
+    assert files_of(tmp_path / "one") == files_of(tmp_path / "two")

@@ -1,0 +1,66 @@
+"""`pip install .` ships templates/ and errors/ inside the package: `kb build` works anywhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fixture_tree import tree_files, write_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
+                           str(ROOT)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (whl,) = out.glob("*.whl")
+    return whl
+
+
+def tracked(folder: str) -> set[str]:
+    names = subprocess.run(["git", "ls-files", folder], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    return {n for n in names if (ROOT / n).is_file()}
+
+
+def test_wheel_carries_templates_and_curated_entries(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = tracked("templates")
+    assert templates, "templates/ is empty"
+    assert {"kb/" + t for t in templates} <= names
+    assert {"kb/curated/" + e.removeprefix("errors/") for e in tracked("errors")} <= names
+    assert {"kb/schemas/scan.schema.json", "kb/schemas/record.schema.json"} <= names
+
+
+def test_installed_kb_builds_from_another_folder(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)]
+                   if _pip_has_python_option() else [str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+                   check=True, capture_output=True)
+    tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run([str(python), "-c", "import kb, kb.paths; print(kb.__file__); print(kb.paths.data_dir('templates'))"],
+                           cwd=elsewhere, capture_output=True, text=True, check=True).stdout.split("\n")
+    assert str(env_dir) in where[0] and str(env_dir) in where[1]
+    proc = subprocess.run([str(python), "-m", "kb", "build", "--source", str(tree), "-o", "out", "--quiet"],
+                          cwd=elsewhere, capture_output=True, text=True,
+                          env={"KB_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert (elsewhere / "out/errors/d97d5d8528e2b364/index.html").is_file()
+    assert (elsewhere / "out/contribute/index.html").is_file()
+
+
+def _pip_has_python_option() -> bool:
+    out = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True).stdout
+    major, minor = (int(x) for x in out.split()[1].split(".")[:2])
+    return (major, minor) >= (22, 3)
