@@ -93,32 +93,36 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Optional[Sequen
 def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
                progress: Optional[Progress]) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
-    digest = templates_digest()
-    globals_key = json.dumps([digest, _info_key(info)], sort_keys=True)
+    globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
 
-    # JSON records and the keys of the pages.
+    # Which records changed since the last build: their four files are made from one key.
     todo: dict[str, list[Record]] = {}
-    keys: dict[str, str] = {}
-    largest = ("", 0)
+    changed: list[tuple[Record, str]] = []
     for r in records:
-        text = dumps(api_record(r, info))
-        out.write(f"api/errors/{r.id}", text)
-        out.write(f"api/errors/{r.id}.json", text)
-        out.write(f"errors/{r.slug}/index.html", redirect_page(f"errors/{r.slug}/index.html", f"errors/{r.id}/", r.title))
-        keys[r.id] = _page_key(globals_key, text, r, summaries)
-        if not out.unchanged(f"errors/{r.id}/index.html", keys[r.id]):
+        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries)
+        if not out.unchanged(_record_paths(r), key):
             todo.setdefault(r.file, []).append(r)
-    rendered = 0
-    total = sum(len(v) for v in todo.values())
+            changed.append((r, key))
+    total = len(changed)
     if progress:
         progress("pages", 0, total)
-    for ident, path, html in _render_pages(todo, summaries, info, options.jobs):
-        out.write(path, html, keys[ident])
-        rendered += 1
-        if len(html) > largest[1]:
-            largest = (path, len(html))
-        if progress and (rendered % 50 == 0 or rendered == total):
-            progress("pages", rendered, total)
+    keys = dict((r.id, k) for r, k in changed)
+    with _Renderer(todo, summaries, info, options.jobs) as pages:  # workers start rendering now
+        for r, key in changed:
+            text = dumps(api_record(r, info))
+            out.write(f"api/errors/{r.id}", text, key)
+            out.write(f"api/errors/{r.id}.json", text, key)
+            out.write(f"errors/{r.slug}/index.html", redirect_page(f"errors/{r.slug}/index.html", f"errors/{r.id}/",
+                                                                   r.title), key)
+        largest = ("", 0)
+        rendered = 0
+        for ident, path, html in pages:
+            out.write(path, html, keys[ident])
+            rendered += 1
+            if len(html) > largest[1]:
+                largest = (path, len(html))
+            if progress and (rendered % 50 == 0 or rendered == total):
+                progress("pages", rendered, total)
 
     for path, html in _other_pages(scan, records, info, summaries):
         out.write(path, html)
@@ -127,18 +131,32 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
     return BuildReport(options.output, len(records), rendered, out.written, out.kept, out.bytes, largest)
 
 
+def _record_paths(r: Record) -> tuple[str, ...]:
+    return (f"errors/{r.id}/index.html", f"api/errors/{r.id}", f"api/errors/{r.id}.json", f"errors/{r.slug}/index.html")
+
+
+def code_digest() -> str:
+    """Changes when kb's own code changes: part of every page's key, like the templates."""
+    h = hashlib.sha256()
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, _Summary]) -> str:
+    """Everything a record's page and JSON are made from: the source file's bytes (the sites
+    follow from them), the curated entry, and what the page shows of related records."""
+    h = hashlib.sha256(globals_key.encode())
+    h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale),
+                         [list(vars(summaries[i]).values()) for i in r.related]]).encode())
+    if not file_key:  # sites built by hand (tests): their facts are the input
+        h.update(repr(r.sites).encode())
+    return h.hexdigest()
+
+
 def _info_key(info: SiteInfo) -> list[Any]:
     t = info.tree
     return [t.kind, t.ref, t.commit, t.commit_date, t.release, info.report_repo, info.site_url]
-
-
-def _page_key(globals_key: str, api_text: str, r: Record, summaries: dict[str, _Summary]) -> str:
-    h = hashlib.sha256(globals_key.encode())
-    h.update(api_text.encode())
-    for s in r.sites:
-        h.update(json.dumps([s.excerpt.start, s.excerpt.open_string, *s.excerpt.lines]).encode())
-    h.update(json.dumps([list(vars(summaries[i]).values()) for i in r.related]).encode())
-    return h.hexdigest()
 
 
 # --- error pages, in worker processes --------------------------------------------------------
@@ -157,22 +175,37 @@ def _render_batch(batch: list[tuple[list[Record], dict[str, _Summary]]], info: S
     return out
 
 
-def _render_pages(todo: dict[str, list[Record]], summaries: dict[str, _Summary], info: SiteInfo,
-                  jobs: Optional[int]) -> Iterator[tuple[str, str, str]]:
-    groups = []
-    for file in sorted(todo):
-        records = todo[file]
-        related = {i: summaries[i] for r in records for i in r.related}
-        groups.append((records, related))
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if workers <= 1 or len(groups) < 4:
-        for records, related in groups:
-            yield from _render_group(records, related, info)
-        return
-    batches = _batches(groups, workers * 6)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for results in pool.map(_render_batch, batches, [info] * len(batches)):
-            yield from results
+
+class _Renderer:
+    """Error pages, rendered in worker processes from the moment it is entered; iterate it to
+    collect (id, path, html). With one job, or few pages, they are rendered here, lazily."""
+
+    def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, _Summary], info: SiteInfo,
+                 jobs: Optional[int]) -> None:
+        self.groups = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related}) for f in sorted(todo)]
+        self.info = info
+        self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
+        self.pool: Optional[ProcessPoolExecutor] = None
+        self.futures: list[Any] = []
+
+    def __enter__(self) -> _Renderer:
+        if self.workers > 1 and len(self.groups) >= 4:
+            self.pool = ProcessPoolExecutor(max_workers=self.workers)
+            self.futures = [self.pool.submit(_render_batch, b, self.info)
+                            for b in _batches(self.groups, self.workers * 6)]
+        return self
+
+    def __iter__(self) -> Iterator[tuple[str, str, str]]:
+        if self.pool is None:
+            for records, related in self.groups:
+                yield from _render_group(records, related, self.info)
+            return
+        for future in self.futures:
+            yield from future.result()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _batches(groups: list[tuple[list[Record], dict[str, _Summary]]], count: int):

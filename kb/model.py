@@ -202,7 +202,8 @@ class ScanResult:
     bytes: int
     excluded_files: int
     warnings: tuple[Warning_, ...]
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # path -> content hash of each file that holds sites: what a record's page is made from
+    file_keys: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def ids(self) -> dict[str, list[Site]]:

@@ -1,7 +1,8 @@
 """The output folder: built beside the target, swapped in only when everything succeeded.
 
-Files whose bytes (or whose inputs, by a key recorded in the manifest) did not change since
-the previous build are hard-linked from it instead of rewritten.
+Files whose inputs did not change since the previous build (the manifest records a key per
+file: the hash of its inputs or of its bytes) are hard-linked from it instead of rewritten.
+Paths are plain strings here: this runs for tens of thousands of files.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 MANIFEST = ".kb-build.json"
 
@@ -20,8 +21,10 @@ MANIFEST = ".kb-build.json"
 class Output:
     def __init__(self, target: Path) -> None:
         self.target = target
+        self.old_root = str(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+        self.root = str(self.tmp)
         self.old: dict[str, str] = {}
         if (target / MANIFEST).is_file():
             try:
@@ -29,56 +32,61 @@ class Output:
             except (OSError, ValueError, KeyError, TypeError):
                 self.old = {}
         self.keys: dict[str, str] = {}
-        self.dirs: set[Path] = {self.tmp}
+        self.dirs: set[str] = {self.root}
         self.written = 0
         self.kept = 0
         self.bytes = 0
 
-    def unchanged(self, path: str, key: str) -> bool:
-        """True (and the old file is taken over) when the previous build made `path` from `key`."""
-        if self.old.get(path) != key:
+    def unchanged(self, paths: Iterable[str], key: str) -> bool:
+        """True, and the old files are taken over, when the previous build made every one of
+        `paths` from `key` and they are all still there."""
+        paths = list(paths)
+        if any(self.old.get(p) != key for p in paths):
             return False
-        old = self.target / path
-        if not old.is_file():
+        olds = [os.path.join(self.old_root, p) for p in paths]
+        if not all(os.path.isfile(o) for o in olds):
             return False
-        self._link(old, path)
-        self.keys[path] = key
+        for path, old in zip(paths, olds):
+            self._link(old, path)
+            self.keys[path] = key
         return True
 
     def write(self, path: str, data: bytes | str, key: Optional[str] = None) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8")
-        self.keys[path] = key or hashlib.sha256(data).hexdigest()
+        key = key or hashlib.sha256(data).hexdigest()
+        self.keys[path] = key
+        if self.old.get(path) == key:  # same key: same bytes
+            old = os.path.join(self.old_root, path)
+            if os.path.isfile(old):
+                self._link(old, path)
+                return
+        dest = os.path.join(self.root, path)
+        self._folder(os.path.dirname(dest))
+        with open(dest, "wb") as f:
+            f.write(data)
         self.bytes += len(data)
-        old = self.target / path
-        if self.old.get(path) == self.keys[path] and old.is_file():  # same key: same bytes
-            self._link(old, path)
-            self.bytes -= len(data)
-            return
-        dest = self.tmp / path
-        self._folder(dest.parent)
-        dest.write_bytes(data)
         self.written += 1
 
-    def _link(self, old: Path, path: str) -> None:
-        dest = self.tmp / path
-        self._folder(dest.parent)
+    def _link(self, old: str, path: str) -> None:
+        dest = os.path.join(self.root, path)
+        self._folder(os.path.dirname(dest))
         try:
             os.link(old, dest)
         except OSError:
             shutil.copy2(old, dest)
-        self.bytes += dest.stat().st_size
+        self.bytes += os.path.getsize(dest)
         self.kept += 1
 
-    def _folder(self, folder: Path) -> None:
+    def _folder(self, folder: str) -> None:
         if folder not in self.dirs:
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             self.dirs.add(folder)
 
     def commit(self) -> None:
-        (self.tmp / MANIFEST).write_text(
-            json.dumps({"format": "kb-build/1", "keys": dict(sorted(self.keys.items()))}, indent=0, sort_keys=True) + "\n",
-            encoding="utf-8")
+        with open(os.path.join(self.root, MANIFEST), "w", encoding="utf-8") as f:
+            f.write(json.dumps({"format": "kb-build/1", "keys": dict(sorted(self.keys.items()))}, indent=0,
+                               sort_keys=True) + "\n")
         os.chmod(self.tmp, 0o755)
         old = None
         if self.target.exists():
@@ -93,7 +101,7 @@ class Output:
 
 
 def _remove_later(folder: Path) -> None:
-    """Delete the previous site (thousands of folders) in a forked child where possible:
+    """Delete the previous site (thousands of folders) in a detached process where possible:
     the new site is already in place, so nothing waits for it."""
     if hasattr(os, "fork"):
         try:

@@ -84,13 +84,8 @@ def _common(info: SiteInfo, page: Page, title: str) -> dict[str, Any]:
 # --- error pages -------------------------------------------------------------------------------
 def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool) -> dict[str, Any]:
     e = site.excerpt
-    radius_lines = range(e.start, e.end + 1) if full else range(max(e.start, site.line - SHORT_RADIUS),
-                                                                 min(e.end, site.fact.end_line + SHORT_RADIUS) + 1)
-    lines = [
-        {"n": n, "html": Markup(html_lines.get(n, str(escape(e.lines[n - e.start])))),  # noqa: S704 - pygments escapes
-         "hit": site.line <= n <= site.fact.end_line}
-        for n in radius_lines
-    ]
+    numbers = range(e.start, e.end + 1) if full else range(max(e.start, site.line - SHORT_RADIUS),
+                                                           min(e.end, site.fact.end_line + SHORT_RADIUS) + 1)
     return {
         "file": site.file,
         "line": site.line,
@@ -98,12 +93,28 @@ def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool
         "function": site.fact.qualname,
         "exception": site.fact.exception,
         "github": github_url(info.tree.ref, site.file, site.line),
-        "lines": lines,
+        "excerpt": excerpt_html(site, numbers, html_lines),
+        "first": numbers[0],
+        "last": numbers[-1],
         "full": full,
         "trigger": trigger_facts(site),
         "pydantic": site.pydantic_wrapped,
         "validation": site.fact.validation,
     }
+
+
+def excerpt_html(site: Site, numbers: range, html_lines: dict[int, str]) -> Markup:
+    """The excerpt's lines with their numbers, the raise statement's lines marked. Built here,
+    not in the template: 160,000 lines per release make a template loop the slow part."""
+    e = site.excerpt
+    rows = []
+    for n in numbers:
+        html = html_lines.get(n)
+        if html is None:
+            html = str(escape(e.lines[n - e.start]))
+        hit = " hit" if site.line <= n <= site.fact.end_line else ""
+        rows.append(f'<span class="row{hit}"><span class="ln" aria-hidden="true">{n}</span>{html}</span>')
+    return Markup("".join(rows))  # noqa: S704 - pygments escaped the code, numbers are ints
 
 
 def issue_url(record: Record, info: SiteInfo) -> str:

@@ -38,7 +38,7 @@ def scan(
     strict: bool = False,
 ) -> ScanResult:
     files = list(tree.items())
-    facts = _facts(files, jobs, cache, progress, parse_all=strict)
+    facts, keys = _facts(files, jobs, cache, progress, parse_all=strict)
     warnings = tuple(
         Warning_(path, f.error[0], f.error[1]) for (path, _), f in zip(files, facts) if f.error is not None
     )
@@ -46,10 +46,12 @@ def scan(
         raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
     sites: list[Site] = []
-    for (path, data), f in zip(files, facts):
+    file_keys: dict[str, str] = {}
+    for (path, data), f, key in zip(files, facts, keys):
         matching = [r for r in f.raises if chosen is None or r.exception_name in chosen]
         if not matching:
             continue
+        file_keys[path] = key
         lines = source_lines(data)
         for r in sorted(matching, key=lambda r: r.line):
             sites.append(Site(error_id(r.template, path), path, r, r.exception_name, excerpt(lines, r.line, open_at=True)))
@@ -62,6 +64,7 @@ def scan(
         bytes=sum(len(d) for _, d in files),
         excluded_files=tree.excluded,
         warnings=warnings,
+        file_keys=file_keys,
     )
 
 
@@ -129,7 +132,7 @@ _NOTHING = FileFacts()
 
 
 def _facts(files: list[tuple[str, bytes]], jobs: Optional[int], cache: Optional[FactCache],
-           progress: Optional[Progress], parse_all: bool = False) -> list[FileFacts]:
+           progress: Optional[Progress], parse_all: bool = False) -> tuple[list[FileFacts], list[str]]:
     """Facts of every file, in order. Files that cannot hold a site are skipped unless
     `parse_all` (--strict), which parses every file so that any syntax error is reported."""
     keys = [content_key(d) if parse_all or may_hold_facts(d) else "" for _, d in files]
@@ -150,7 +153,7 @@ def _facts(files: list[tuple[str, bytes]], jobs: Optional[int], cache: Optional[
     if cache is not None:
         cache.put_many(fresh)
     known.update(fresh)
-    return [known[k] for k in keys]
+    return [known[k] for k in keys], keys
 
 
 @contextmanager

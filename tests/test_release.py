@@ -75,3 +75,48 @@ def test_dcp_site_0_28() -> None:
     (site,) = [s for s in result.sites if s.id == DCP_ID]
     assert (site.file, site.line, site.template) == ("vllm/config/model.py", 1410, DCP_TEMPLATE)
     assert (site.excerpt.start, site.excerpt.end) == (1392, 1428)
+
+
+@pytest.fixture(scope="module")
+def site_0_33(scan_0_33, tmp_path_factory):
+    from kb.build import BuildOptions, build_site
+
+    out = tmp_path_factory.mktemp("real") / "site"
+    report = build_site(scan_0_33, BuildOptions(out))
+    return out, report
+
+
+def test_real_site_pages_records_and_links(site_0_33, scan_0_33) -> None:
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from kb.linkcheck import broken_links
+
+    site, report = site_0_33
+    ids = {s.id for s in scan_0_33.sites}
+    assert report.records == len(ids)
+    assert {p.name for p in (site / "errors").iterdir() if len(p.name) == 16 and p.name in ids} == ids
+    validator = jsonschema.Draft202012Validator(
+        json.loads((Path(__file__).parent.parent / "kb/schemas/record.schema.json").read_text()))
+    for ident in sorted(ids):
+        data = (site / "api/errors" / ident).read_bytes()
+        assert data == (site / "api/errors" / f"{ident}.json").read_bytes()
+        errors = list(validator.iter_errors(json.loads(data)))
+        assert not errors, (ident, errors[0].message)
+    assert broken_links(site) == []
+    assert max(p.stat().st_size for p in site.rglob("*.html")) < 50_000
+
+
+def test_real_dcp_page_has_every_reference_section(site_0_33) -> None:
+    site, _ = site_0_33
+    html = (site / f"errors/{DCP_ID}/index.html").read_text()
+    for needle in ["vllm-project/vllm · error · ValueError", "<h2>Error message</h2>", "<h2>What it means</h2>",
+                   "Thrown at <code>vllm/config/model.py:1602</code>",
+                   'href="https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L1602">View on GitHub (pinned to v0.33.0)',
+                   "<h2>Solutions</h2>", "<h2>Example fix</h2>", "<h2>Defensive patterns</h2>", "<h2>Prevention</h2>",
+                   "<h3>Trigger</h3>", "<h3>Common situations</h3>", "<h2>Related errors</h2>", "Data as JSON:",
+                   "Report an issue"]:
+        assert needle in html, needle
+    assert html.count('<span class="ln" aria-hidden="true">') >= 37
