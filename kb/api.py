@@ -16,6 +16,9 @@ from kb.source import SourceSpec, open_tree
 
 if TYPE_CHECKING:
     from kb.build import BuildOptions, BuildReport
+    from kb.check import Outcome
+    from kb.lint import LintReport
+    from kb.merge import Merged
 
 
 def scan_release(
@@ -38,14 +41,98 @@ def scan_release(
     return result
 
 
+class EntryError(KBError):
+    """Malformed curated entries: each problem is located (`errors/x.yaml:3: ...`)."""
+
+    def __init__(self, problems: Sequence[str], hint: str = "") -> None:
+        super().__init__(f"{len(problems)} problem(s) in curated entries{hint}")
+        self.problems = list(problems)
+
+
+def errors_folder(errors: Optional[Path]) -> Path:
+    """`--errors DIR`, else the curated entries shipped with kb."""
+    from kb.paths import data_dir
+
+    folder = errors if errors is not None else data_dir("errors")
+    if not folder.is_dir():
+        raise KBError("no such folder of curated entries", str(folder))
+    return folder
+
+
+def curated_records(result: ScanResult, errors: Optional[Path], keep_going: bool = False,
+                    warn: Optional[Callable[[str], None]] = None) -> "Merged":
+    """Load and merge the curated entries. Malformed ones fail the job unless keep_going,
+    which skips them with the same located message; orphans and stale entries are warned."""
+    from kb.entries import load_entries
+    from kb.merge import merge
+
+    loaded = load_entries(errors_folder(errors))
+    if loaded.problems and not keep_going:
+        raise EntryError([str(p) for p in loaded.problems], " (--keep-going skips the malformed ones)")
+    merged = merge(result, loaded.entries)
+    if warn:
+        for p in loaded.problems:
+            warn(f"skipped: {p}")
+        for m in merged.problems:
+            warn(str(m))
+    return merged
+
+
 def build_release(spec: SourceSpec, options: "BuildOptions", jobs: Optional[int] = None, use_cache: bool = True,
-                  progress: Optional[Callable[[str, int, int], None]] = None) -> "BuildReport":
-    """Scan the tree, merge, render the whole site into `options.output` (swapped in at the end)."""
+                  progress: Optional[Callable[[str, int, int], None]] = None, errors: Optional[Path] = None,
+                  keep_going: bool = False, warn: Optional[Callable[[str], None]] = None) -> "BuildReport":
+    """Scan the tree, merge the curated entries, render the whole site into `options.output`
+    (built beside it and swapped in at the end)."""
     from kb.build import build_site
 
     scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
     result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=scan_progress)
-    return build_site(result, options, progress=progress)
+    merged = curated_records(result, errors, keep_going, warn)
+    return build_site(result, options, records=merged.records, progress=progress)
+
+
+def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> "LintReport":
+    from kb.lint import lint
+
+    return lint(scan_release(spec, use_cache=use_cache), errors_folder(errors))
+
+
+def new_entry(spec: SourceSpec, ident: str, errors: Optional[Path] = None, use_cache: bool = True) -> Path:
+    """Write errors/<slug>.yaml, a skeleton prefilled from the scan; never overwrites."""
+    from kb.ids import is_id
+    from kb.merge import build_records
+    from kb.skeleton import skeleton
+
+    if not is_id(ident):
+        raise KBError(f"not an error id (16 lowercase hex characters): {ident!r}")
+    result = scan_release(spec, use_cache=use_cache)
+    record = next((r for r in build_records(result) if r.id == ident), None)
+    if record is None:
+        raise KBError(f"id {ident} is not raised in {result.tree.release or result.tree.ref}")
+    folder = errors_folder(errors)
+    path = folder / f"{record.slug}.yaml"
+    if path.exists():
+        raise KBError("already exists: edit it instead", str(path))
+    from kb.entries import load_entries
+
+    taken = next((e.path for e in load_entries(folder).entries if e.id == ident), None)
+    if taken:
+        raise KBError(f"id {ident} is already curated in {taken}")
+    write_atomic(path, skeleton(record, result.tree))
+    return path
+
+
+def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] = None,
+                 hardware: Optional[dict[str, object]] = None, errors: Optional[Path] = None,
+                 use_cache: bool = True) -> "Outcome":
+    """Which curated errors vLLM would raise for this launch (checks with all inputs known)."""
+    from kb.check import predict
+    from kb.launch import parse_launch, read_config
+
+    result = scan_release(spec, use_cache=use_cache)
+    merged = curated_records(result, errors)
+    model_config = read_config(config) if config is not None else None
+    return predict(merged.records, parse_launch(argv, model_config, hardware))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -71,4 +158,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["KBError", "build_release", "scan_release", "write_atomic"]
+__all__ = ["EntryError", "KBError", "build_release", "check_launch", "curated_records", "lint_release", "new_entry",
+           "scan_release", "write_atomic"]

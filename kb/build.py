@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from kb.apirecord import SiteInfo, api_record, dumps
 from kb.highlight import css, highlight_excerpts
+from kb.lint import verified_ids
 from kb.matchindex import match_index
 from kb.merge import build_records
 from kb.model import Record, ScanResult
@@ -94,12 +95,13 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
                progress: Optional[Progress]) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
     globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
+    checked = verified_ids(tuple(records))  # checks whose cases and example fix pass: shown as checked
 
     # Which records changed since the last build: their four files are made from one key.
     todo: dict[str, list[Record]] = {}
     changed: list[tuple[Record, str]] = []
     for r in records:
-        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries)
+        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries, r.id in checked)
         if not out.unchanged(_record_paths(r), key):
             todo.setdefault(r.file, []).append(r)
             changed.append((r, key))
@@ -107,7 +109,7 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
     if progress:
         progress("pages", 0, total)
     keys = dict((r.id, k) for r, k in changed)
-    with _Renderer(todo, summaries, info, options.jobs) as pages:  # workers start rendering now
+    with _Renderer(todo, summaries, info, options.jobs, checked) as pages:  # workers start rendering now
         for r, key in changed:
             text = dumps(api_record(r, info))
             out.write(f"api/errors/{r.id}", text, key)
@@ -143,11 +145,11 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, _Summary]) -> str:
+def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, _Summary], checked: bool) -> str:
     """Everything a record's page and JSON are made from: the source file's bytes (the sites
     follow from them), the curated entry, and what the page shows of related records."""
     h = hashlib.sha256(globals_key.encode())
-    h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale),
+    h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), checked,
                          [list(vars(summaries[i]).values()) for i in r.related]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
         h.update(repr(r.sites).encode())
@@ -160,18 +162,21 @@ def _info_key(info: SiteInfo) -> list[Any]:
 
 
 # --- error pages, in worker processes --------------------------------------------------------
-def _render_group(records: list[Record], related: dict[str, _Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
+def _render_group(records: list[Record], related: dict[str, _Summary], info: SiteInfo,
+                  checked: frozenset[str]) -> list[tuple[str, str, str]]:
     html_lines = highlight_excerpts(s.excerpt for r in records for s in r.sites)
     return [
-        (r.id, f"errors/{r.id}/index.html", error_page(r, info, [related[i] for i in r.related], html_lines))
+        (r.id, f"errors/{r.id}/index.html",
+         error_page(r, info, [related[i] for i in r.related], html_lines, r.id in checked))
         for r in records
     ]
 
 
-def _render_batch(batch: list[tuple[list[Record], dict[str, _Summary]]], info: SiteInfo) -> list[tuple[str, str, str]]:
+def _render_batch(batch: list[tuple[list[Record], dict[str, _Summary]]], info: SiteInfo,
+                  checked: frozenset[str]) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     for records, related in batch:
-        out.extend(_render_group(records, related, info))
+        out.extend(_render_group(records, related, info, checked))
     return out
 
 
@@ -181,7 +186,8 @@ class _Renderer:
     collect (id, path, html). With one job, or few pages, they are rendered here, lazily."""
 
     def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, _Summary], info: SiteInfo,
-                 jobs: Optional[int]) -> None:
+                 jobs: Optional[int], checked: set[str]) -> None:
+        self.checked = frozenset(checked)
         self.groups = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related}) for f in sorted(todo)]
         self.info = info
         self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -191,14 +197,14 @@ class _Renderer:
     def __enter__(self) -> _Renderer:
         if self.workers > 1 and len(self.groups) >= 4:
             self.pool = ProcessPoolExecutor(max_workers=self.workers)
-            self.futures = [self.pool.submit(_render_batch, b, self.info)
+            self.futures = [self.pool.submit(_render_batch, b, self.info, self.checked)
                             for b in _batches(self.groups, self.workers * 6)]
         return self
 
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         if self.pool is None:
             for records, related in self.groups:
-                yield from _render_group(records, related, self.info)
+                yield from _render_group(records, related, self.info, self.checked)
             return
         for future in self.futures:
             yield from future.result()

@@ -24,6 +24,10 @@ def _source_options(p: argparse.ArgumentParser) -> None:
                    help="also scan vllm/third_party/ and vllm/vllm_flash_attn/ (excluded by default)")
 
 
+def _errors_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--errors", metavar="DIR", help="curated entries to use (default: those shipped with kb)")
+
+
 def _spec(args: argparse.Namespace):
     from kb import PINNED_VLLM
     from kb.source import SourceSpec
@@ -85,18 +89,67 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
+def _errors(args: argparse.Namespace) -> Optional[Path]:
+    return Path(args.errors) if getattr(args, "errors", None) else None
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from kb.api import build_release
     from kb.build import BuildOptions
 
     options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
     report = build_release(_spec(args), options, jobs=args.jobs, use_cache=not args.no_cache,
-                           progress=_progress(args.quiet))
+                           progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
+                           warn=_warn)
     if not args.quiet:
         print(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
               f"{report.files_written} files written, {report.files_kept} kept; "
               f"{report.bytes / 1e6:.1f} MB -> {report.output}", file=sys.stderr)
     return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from kb.api import lint_release
+
+    report = lint_release(_spec(args), _errors(args), use_cache=not args.no_cache)
+    for p in report.problems:
+        print(p)
+    for ident, path, reason in report.manual:
+        print(f"note: {path}: {ident}: check not cross-validated against vLLM's guard (manual): {reason}",
+              file=sys.stderr)
+    print(f"{report.entries} entries, {report.checks} checks ({report.cases} cases), {report.fixes_run} example fixes "
+          f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check: "
+          f"{len(report.problems)} problem(s)", file=sys.stderr)
+    return 1 if report.problems else 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from kb.api import new_entry
+
+    path = new_entry(_spec(args), args.id, _errors(args), use_cache=not args.no_cache)
+    print(f"wrote {path}: complete every TODO, then run `kb lint`", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from kb.api import check_launch
+    from kb.checkreport import outcome_json, outcome_text
+
+    command = list(args.command_words)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise _Usage("give the launch command after --, e.g. kb check -- vllm serve MODEL --tensor-parallel-size 8")
+    hardware = {"gpu_count": args.gpu_count, "compute_capability": args.compute_capability,
+                "gpu_memory_gib": args.gpu_memory_gib}
+    outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
+                           _errors(args), use_cache=not args.no_cache)
+    sys.stdout.write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    return 1 if outcome.predicted else 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -138,7 +191,38 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
     b.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
     b.add_argument("--quiet", action="store_true", help="no progress or summary on standard error")
+    _errors_option(b)
+    b.add_argument("--keep-going", action="store_true", help="skip malformed curated entries (reported) instead of failing")
     b.set_defaults(func=cmd_build)
+
+    li = sub.add_parser("lint", help="check the curated entries against the scan: schema, orphans, staleness, "
+                                     "every check case and example fix")
+    _source_options(li)
+    _errors_option(li)
+    li.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    li.set_defaults(func=cmd_lint)
+
+    n = sub.add_parser("new", help="write a skeleton curated entry for an error id, prefilled from the scan")
+    n.add_argument("id", help="the error id (16 hex characters)")
+    _source_options(n)
+    _errors_option(n)
+    n.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    n.set_defaults(func=cmd_new)
+
+    c = sub.add_parser("check", help="predict which errors vLLM raises for a launch command, before spending GPU time",
+                       usage="kb check [--model-config FILE_OR_DIR] [--gpu-count N] [--compute-capability X.Y] "
+                             "[--gpu-memory-gib G] [--json] -- vllm serve MODEL [FLAGS...]")
+    c.add_argument("--model-config", metavar="FILE_OR_DIR", help="the model's config.json, or its folder")
+    c.add_argument("--gpu-count", type=int, metavar="N", help="GPUs on the launching node")
+    c.add_argument("--compute-capability", type=float, metavar="X.Y", help="the GPU's compute capability, e.g. 8.0")
+    c.add_argument("--gpu-memory-gib", type=float, metavar="G", help="memory of one GPU, in GiB")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    _source_options(c)
+    _errors_option(c)
+    c.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
+    c.set_defaults(func=cmd_check)
 
     v = sub.add_parser("serve", help="serve a built site on 127.0.0.1 for local browsing")
     v.add_argument("folder", nargs="?", default="site", help="the built site (default: site)")
@@ -157,6 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return 2
     except KBError as e:
+        for problem in getattr(e, "problems", ()):
+            print(problem, file=sys.stderr)
         print(f"Error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

@@ -10,15 +10,22 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 from urllib.parse import urlencode
 
+import json
+
 import jinja2
 from markupsafe import Markup, escape
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import BashLexer, PythonLexer
 
 from kb.apirecord import SiteInfo, facts_sentence
 from kb.highlight import highlight_excerpts
 from kb.markdown_text import to_html, to_inline_html
 from kb.model import Record, Site
 from kb.paths import data_dir
+from kb.evaluate import readable, to_tree
 from kb.present import github_url, trigger_facts
+from kb.vocab import INPUTS, UNKNOWN
 
 FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
 SHORT_RADIUS = 3
@@ -124,8 +131,43 @@ def issue_url(record: Record, info: SiteInfo) -> str:
     return f"https://github.com/{info.report_repo}/issues/new?{query}"
 
 
+def code_html(code: str, language: str) -> Markup:
+    lexer = BashLexer() if language == "shell" else PythonLexer()
+    return Markup(highlight(code.strip("\n"), lexer, HtmlFormatter(nowrap=True)))  # noqa: S704 - pygments escapes
+
+
+def fix_view(record: Record, checked: bool) -> Optional[dict[str, Any]]:
+    e = record.entry
+    if e is None or e.example_fix is None:
+        return None
+    x = e.example_fix
+    return {"model_config": x.model_config, "hardware": x.hardware, "language": x.language,
+            "before": code_html(x.before, x.language), "after": code_html(x.after, x.language),
+            "checked": checked}
+
+
+def check_view(record: Record, checked: bool) -> Optional[dict[str, Any]]:
+    """The check as the page shows it: inputs (with where each comes from), the condition,
+    and the same condition as a JSON tree for static/check.js."""
+    e = record.entry
+    if e is None or e.check is None or not checked:
+        return None
+    c = e.check
+    inputs = []
+    for name in c.inputs:
+        inp = INPUTS[name]
+        where = {"flag": " / ".join(inp.flags), "config": "config.json " + " or ".join(inp.paths[:2]),
+                 "hardware": "hardware"}[inp.kind]
+        default = inp.default if inp.default is not UNKNOWN else None
+        example = next((case.inputs[name] for case in c.cases if case.raises and name in case.inputs), default)
+        inputs.append({"name": name, "doc": inp.doc, "where": where, "type": inp.type,
+                       "value": "" if example is None else json.dumps(example) if not isinstance(example, str) else example})
+    return {"inputs": inputs, "condition": readable(c.raises_when), "tree": json.dumps(to_tree(c.raises_when)),
+            "manual": c.source_check == "manual", "reason": c.source_reason}
+
+
 def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines: Optional[dict[int, str]] = None,
-               check_js: Optional[dict[str, Any]] = None) -> str:
+               checked: bool = False) -> str:
     page = Page(f"errors/{record.id}/index.html")
     if html_lines is None:
         html_lines = highlight_excerpts(s.excerpt for s in record.sites)
@@ -146,7 +188,10 @@ def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines
         "facts": facts_sentence(record),
         "related": related,
         "issue_url": issue_url(record, info),
-        "check_js": check_js,
+        "fix": fix_view(record, checked),
+        "check": check_view(record, checked),
+        "defensive_code": code_html(record.entry.defensive.code, "python")
+        if record.entry is not None and record.entry.defensive is not None else None,
     }
     return environment().get_template("error.html.jinja2").render(ctx)
 

@@ -1,0 +1,154 @@
+"""The one vocabulary of check inputs: every name a check may read, and where its value comes
+from before a launch: a `vllm serve` flag, a key of the model's config.json, or a hardware fact.
+
+`default` is the value vLLM uses when the flag or key is absent (None is a real value: "not
+set"); UNKNOWN means vLLM derives it at run time (e.g. from free GPU memory), so a check that
+needs it is skipped unless the user gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+UNKNOWN = object()
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    kind: str  # flag, config, hardware
+    doc: str
+    flags: tuple[str, ...] = ()  # long option first, then aliases
+    paths: tuple[str, ...] = ()  # config.json key paths, first present wins
+    default: Any = UNKNOWN
+    type: str = "str"  # int, float, str, bool, size
+    json_key: Optional[tuple[str, str]] = None  # (flag, key): also read from a JSON flag, e.g. --speculative-config
+    fallback: Optional[str] = None  # another input whose value stands in when this one is absent
+
+
+def _flag(name: str, doc: str, *aliases: str, default: Any = UNKNOWN, type: str = "str",
+          json_key: Optional[tuple[str, str]] = None, fallback: Optional[str] = None) -> Input:
+    return Input(name, "flag", doc, ("--" + name.replace("_", "-"),) + aliases, default=default, type=type,
+                 json_key=json_key, fallback=fallback)
+
+
+def _config(name: str, doc: str, *paths: str, default: Any = UNKNOWN, type: str = "int",
+            fallback: Optional[str] = None) -> Input:
+    return Input(name, "config", doc, paths=paths or (name, f"text_config.{name}"), default=default, type=type,
+                 fallback=fallback)
+
+
+INPUTS: dict[str, Input] = {i.name: i for i in [
+    # --- vllm serve flags ------------------------------------------------------------------------
+    _flag("tensor_parallel_size", "GPUs each model replica is split across", "-tp", default=1, type="int"),
+    _flag("pipeline_parallel_size", "pipeline stages", "-pp", default=1, type="int"),
+    _flag("data_parallel_size", "model replicas (data parallel ranks)", "-dp", default=1, type="int"),
+    _flag("decode_context_parallel_size", "decode context parallel size (DCP)", "-dcp", default=1, type="int"),
+    _flag("prefill_context_parallel_size", "prefill context parallel size (PCP)", "-pcp", default=1, type="int"),
+    _flag("enable_expert_parallel", "expert parallelism for MoE layers", "-ep", default=False, type="bool"),
+    _flag("enable_eplb", "expert-parallel load balancing", default=False, type="bool"),
+    Input("num_redundant_experts", "flag", "redundant experts for EPLB (a key of --eplb-config)",
+          ("--eplb-config.num_redundant_experts",), default=0, type="int",
+          json_key=("--eplb-config", "num_redundant_experts")),
+    _flag("nnodes", "nodes the launch spans", "-n", default=1, type="int"),
+    _flag("data_parallel_backend", "data-parallel backend (mp or ray)", "-dpb", default="mp"),
+    _flag("distributed_executor_backend", "executor backend (mp, ray, uni, external_launcher)", default=None),
+    _flag("data_parallel_external_lb", "external load balancing across DP ranks", "-dpe", default=False, type="bool"),
+    _flag("data_parallel_rank", "this instance's DP rank (external LB)", "-dpn", default=None, type="int"),
+    _flag("max_model_len", "maximum context length; default: the model's max_position_embeddings (RoPE scaling "
+          "and sliding windows not modelled)", type="size", fallback="max_position_embeddings"),
+    _flag("max_num_batched_tokens", "token budget per scheduler step; default depends on GPU memory", type="int"),
+    _flag("max_num_seqs", "sequences per scheduler step; default depends on GPU memory", type="int"),
+    _flag("enable_chunked_prefill", "chunked prefill; on for generative decoder models", default=True, type="bool"),
+    _flag("dtype", "model weight and activation dtype", default="auto"),
+    _flag("quantization", "quantization method; default: the checkpoint's", "-q", default=None),
+    _flag("allow_deprecated_quantization", "allow deprecated quantization methods", default=False, type="bool"),
+    _flag("enable_lora", "serve LoRA adapters", default=False, type="bool"),
+    _flag("max_loras", "LoRA adapters in one batch", default=1, type="int"),
+    _flag("max_cpu_loras", "LoRA adapters kept in CPU memory; default max_loras", default=None, type="int"),
+    _flag("max_lora_rank", "largest LoRA rank served", default=16, type="int"),
+    _flag("moe_backend", "MoE kernel backend", default="auto"),
+    _flag("spec_method", "speculative decoding method (or `method` of --speculative-config)", default=None,
+          json_key=("--speculative-config", "method")),
+    _flag("spec_model", "draft model (or `model` of --speculative-config)", default=None,
+          json_key=("--speculative-config", "model")),
+    _flag("spec_tokens", "speculative tokens (or `num_speculative_tokens` of --speculative-config)", default=None,
+          type="int", json_key=("--speculative-config", "num_speculative_tokens")),
+    _flag("mm_processor_cache_type", "multimodal processor cache (lru or shm)", default="lru"),
+    _flag("mm_shm_cache_max_object_size_mb", "largest object in the shm multimodal cache", default=128, type="int"),
+    _flag("mm_encoder_attn_dtype", "multimodal encoder attention dtype", default=None),
+    _flag("mm_encoder_fp8_scale_path", "FP8 scales file for the multimodal encoder", default=None),
+    _flag("mm_encoder_fp8_scale_save_path", "where to save calibrated FP8 encoder scales", default=None),
+    _flag("gpu_memory_utilization", "share of GPU memory vLLM may use", default=0.92, type="float"),
+    # --- config.json keys ------------------------------------------------------------------------
+    _config("num_attention_heads", "attention (query) heads"),
+    _config("num_key_value_heads", "KV heads; absent means one per attention head (MHA)", "num_key_value_heads",
+            "n_head_kv", "num_kv_heads", "multi_query_group_num", "num_attention_groups",
+            "text_config.num_key_value_heads", fallback="num_attention_heads"),
+    _config("kv_lora_rank", "MLA latent rank (DeepSeek-style models); 0 when absent", default=0),
+    _config("num_experts", "routed experts of a MoE model; 0 when absent", "num_experts", "moe_num_experts",
+            "n_routed_experts", "num_local_experts", "text_config.num_experts", default=0),
+    _config("max_position_embeddings", "the model's context length"),
+    _config("intermediate_size", "MLP width"),
+    _config("hidden_size", "hidden width"),
+    _config("num_hidden_layers", "layers"),
+    _config("model_type", "the model type", "model_type", type="str"),
+    _config("quant_method", "the checkpoint's quantization method; None when not quantized",
+            "quantization_config.quant_method", "compression_config.quant_method",
+            "text_config.quantization_config.quant_method", default=None, type="str"),
+    _config("group_size", "quantization group size", "quantization_config.group_size",
+            "quantization_config.q_group_size", default=None),
+    # --- hardware --------------------------------------------------------------------------------
+    Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int"),
+    Input("compute_capability", "hardware", "the GPU's CUDA compute capability, e.g. 8.0", ("--compute-capability",),
+          type="float"),
+    Input("gpu_memory_gib", "hardware", "memory of one GPU in GiB", ("--gpu-memory-gib",), type="float"),
+]}
+
+
+def parse_value(inp: Input, text: str) -> Any:
+    """A flag's text as the type vLLM parses it to."""
+    parsers: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _bool, "size": _size}
+    return parsers[inp.type](text)
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _size(text: str) -> int:
+    """--max-model-len accepts 1k / 32K / 25.6k suffixes."""
+    low = text.strip().lower()
+    for suffix, factor in (("k", 1000), ("m", 1000**2), ("g", 1000**3)):
+        if low.endswith(suffix):
+            return int(float(low[:-1]) * factor)
+    return int(low)
+
+
+def flag_index() -> dict[str, Input]:
+    """Every long flag and alias -> its input."""
+    out: dict[str, Input] = {}
+    for inp in INPUTS.values():
+        if inp.kind == "flag":
+            for f in inp.flags:
+                out[f] = inp
+    return out
+
+
+def config_value(inp: Input, config: dict[str, Any]) -> Any:
+    for path in inp.paths:
+        node: Any = config
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                node = UNKNOWN
+                break
+            node = node[part]
+        if node is not UNKNOWN and node is not None:
+            return node
+    return UNKNOWN
