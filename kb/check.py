@@ -186,5 +186,5 @@ def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
         if side == "after" and ids:
             problems.append(Located(e.path, e.line_of("example_fix", side),
                                     "example_fix.after still predicts: " + "; ".join(
-                                        f"{p.record.id} ({p.message[:90]})" for p in outcome.predicted)))
+                                        f"{p.record.id} ({p.message})" for p in outcome.predicted)))
     return problems

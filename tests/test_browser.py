@@ -96,3 +96,59 @@ def test_dark_theme_and_phone_width(base_url: str, browser) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert_not_blank(page.screenshot(path=str(SHOTS / "dcp-phone-dark.png"), full_page=True))
     page.close()
+
+
+@pytest.fixture(scope="module")
+def curated_url(tmp_path_factory: pytest.TempPathFactory):
+    from entryhelpers import DCP_ENTRY, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, write_entries
+    from kb.cli import main
+
+    tmp = tmp_path_factory.mktemp("curated")
+    from fixture_tree import tree_files, write_tree
+
+    tree = write_tree(tmp / "tree", tree_files("0.1.0", broken=False) | {DCP_MAX_FILE: DCP_MAX})
+    entries = write_entries(tmp / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
+    assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(tmp / "site"), "--quiet"]) == 0
+    srv = make_server(tmp / "site", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_checker_verdict_follows_typed_values(curated_url: str, browser) -> None:
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(f"{curated_url}/errors/{DCP}/")
+    verdict = page.locator("#check .verdict")
+    verdict.wait_for(timeout=10000)
+    assert "raises this error" in verdict.inner_text()  # prefilled with a raising case: 48/8, DCP 4
+    page.fill("input[name=decode_context_parallel_size]", "2")
+    assert "not raised" in verdict.inner_text()
+    page.fill("input[name=decode_context_parallel_size]", "3")
+    assert "not raised" in verdict.inner_text()  # 6 % 3 == 0: this error is not the one that fires
+    page.fill("input[name=num_key_value_heads]", "12")
+    assert "raises this error" in verdict.inner_text()  # 48 // 12 = 4 query heads per KV head: 4 % 3 != 0
+    page.fill("input[name=num_key_value_heads]", "")
+    assert "Give a value for num_key_value_heads" in verdict.inner_text()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert_not_blank(page.locator("#check").screenshot(path=str(SHOTS / "checker.png")))
+    page.close()
+
+
+def test_page_and_python_evaluators_agree(curated_url: str, browser) -> None:
+    from kb.evaluate import evaluate, to_tree
+
+    page = browser.new_page()
+    page.goto(f"{curated_url}/errors/{DCP}/")
+    page.wait_for_function("window.kbCheck !== undefined")
+    cases = [
+        ("(a // b) % c != 0", {"a": 48, "b": 8, "c": 4}), ("-7 // 2", {}), ("-7 % 3", {}), ("7 % -3", {}),
+        ("1 < x <= 3", {"x": 3}), ("q in ('awq', 'gptq')", {"q": "fp8"}), ("v == None", {"v": None}),
+        ("max(a, b) - min(a, b) + abs(-2)", {"a": 1, "b": 5}), ("a and b or c", {"a": 0, "b": 1, "c": 9}),
+        ("True == 1 and x != False", {"x": True}), ("2 ** 10 // 3", {}), ("not (a > 1 and b)", {"a": 2, "b": 0}),
+        ("int(7.9) + float(2)", {}), ("len('abc') == 3 and str(None) == 'None'", {}),
+    ]
+    for expr, env in cases:
+        got = page.evaluate("([t, env]) => window.kbCheck.evaluate(t, env)", [to_tree(expr), env])
+        assert got == evaluate(expr, env), expr
+    page.close()

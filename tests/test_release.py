@@ -120,3 +120,34 @@ def test_real_dcp_page_has_every_reference_section(site_0_33) -> None:
                    "Report an issue"]:
         assert needle in html, needle
     assert html.count('<span class="ln" aria-hidden="true">') >= 37
+
+
+def test_shipped_entries_lint_clean_on_the_pinned_release(scan_0_33) -> None:
+    from kb.lint import lint
+    from kb.paths import data_dir
+
+    report = lint(scan_0_33, data_dir("errors"))
+    assert report.problems == ()
+    assert report.entries >= 40 and report.checks >= 25
+    assert report.checks - len(report.manual) >= 20  # cross-validated against vLLM's own guard
+
+
+def test_kb_check_on_the_reference_page_before_and_after(scan_0_33) -> None:
+    from kb.check import predict
+    from kb.entries import load_entries
+    from kb.launch import parse_launch
+    from kb.merge import merge
+    from kb.paths import data_dir
+
+    records = merge(scan_0_33, load_entries(data_dir("errors")).entries).records
+    config = {"num_attention_heads": 48, "num_key_value_heads": 8, "model_type": "llama"}
+
+    def ids(dcp: int) -> list[str]:
+        launch = parse_launch(["vllm", "serve", "m", "--tensor-parallel-size", "16", "--decode-context-parallel-size",
+                               str(dcp)], config)
+        return [p.record.id for p in predict(records, launch).predicted]
+
+    assert DCP_ID in ids(4)
+    after = ids(3)  # the reference page's "after"
+    assert DCP_ID not in after and "66df3e6fd6142523" in after  # exceeds the maximum supported value (2)
+    assert ids(2) == []

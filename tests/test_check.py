@@ -1,0 +1,188 @@
+"""The checker: cases against vLLM's guard, example fixes through kb check, and `kb check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
+from fixture_tree import tree_files, write_tree
+from kb.cli import main
+from kb.launch import command_words, parse_launch
+from kb.lint import lint
+from sitehelpers import EVIL, fixture_scan
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    files = tree_files("0.1.0", broken=False) | {"vllm/entrypoints/evil.py": EVIL, DCP_MAX_FILE: DCP_MAX}
+    return write_tree(tmp_path / "tree", files)
+
+
+@pytest.fixture
+def entries(tmp_path: Path) -> Path:
+    return write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "dcp-max.yaml": DCP_MAX_ENTRY})
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"num_attention_heads": 48, "num_key_value_heads": 8,
+                                                    "model_type": "llama"}))
+    return folder
+
+
+def kb_check(capsys, tree: Path, entries: Path, config: Path, *flags: str, json_out: bool = False) -> tuple[int, str]:
+    argv = ["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config)]
+    argv += ["--json"] if json_out else []
+    code = main(argv + ["--", "vllm", "serve", "org/model", *flags])
+    return code, capsys.readouterr().out
+
+
+def test_reference_page_before_and_after(capsys, tree: Path, entries: Path, config: Path) -> None:
+    code, out = kb_check(capsys, tree, entries, config, "--tensor-parallel-size", "16", "--decode-context-parallel-size",
+                         "4", json_out=True)
+    data = json.loads(out)
+    assert code == 1
+    assert [p["id"] for p in data["predicted"]] == [DCP_MAX_ID, DCP_ID]
+    dcp = data["predicted"][1]
+    assert dcp["message"] == ("The model's number of query heads per KV head (6) must be divisible by "
+                              "`--decode-context-parallel-size` (4) for GQA/MQA.")
+    assert dcp["url"] == f"/errors/{DCP_ID}/" and dcp["firstSolution"].startswith("Set `--decode-context")
+    # the reference page's "after" is wrong: the sibling error fires, 16 // 8 = 2
+    code, out = kb_check(capsys, tree, entries, config, "-tp", "16", "-dcp", "3")
+    assert code == 1
+    assert out.startswith("1 error predicted for this launch:")
+    assert f"{DCP_MAX_ID}  ValueError  vllm/config/dcp.py:9" in out
+    assert ("`--decode-context-parallel-size` (3) exceeds the maximum supported value (2) for `--tensor-parallel-size` "
+            "(16) and 8 model KV heads.") in out
+    assert DCP_ID not in out
+    code, out = kb_check(capsys, tree, entries, config, "--tensor-parallel-size=16", "--decode-context-parallel-size=2")
+    assert code == 0 and out.startswith("No error predicted")
+
+
+def test_skipped_checks_and_ignored_flags(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    code = main(["check", "--source", str(tree), "--errors", str(entries), "--", "vllm", "serve", "m", "-tp", "16",
+                 "--gpu-memory-utilization", "0.8", "--trust-remote-code", "--foo-bar", "7"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "2 check(s) skipped for missing inputs:" in out
+    assert f"needs num_attention_heads, num_key_value_heads, kv_lora_rank: {DCP_ID}" in out
+    assert "Flags no check reads (ignored): --trust-remote-code --foo-bar" in out
+
+
+def test_usage_errors(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    assert main(["check", "--source", str(tree), "--errors", str(entries)]) == 2
+    assert capsys.readouterr().err.strip().endswith("Error: give the launch command after --, e.g. kb check -- vllm "
+                                                    "serve MODEL --tensor-parallel-size 8")
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(tmp_path / "none"),
+                 "--", "vllm", "serve", "m"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"Error: {tmp_path / 'none'}: no config.json there")
+
+
+def test_launch_parsing() -> None:
+    words = command_words("# before\nvllm serve org/m \\\n  -tp 8 --enable-expert-parallel \\\n"
+                          "  --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}' "
+                          "--max-model-len 32k --no-enable-chunked-prefill && echo done")
+    launch = parse_launch(words, {"text_config": {"num_attention_heads": 32}}, {"gpu_count": 8})
+    v = launch.values
+    assert launch.model == "org/m"
+    assert (v["tensor_parallel_size"], v["enable_expert_parallel"], v["spec_method"], v["spec_tokens"]) == (8, True, "eagle3", 3)
+    assert (v["max_model_len"], v["enable_chunked_prefill"], v["num_attention_heads"], v["gpu_count"]) == (32000, False, 32, 8)
+    assert v["num_key_value_heads"] == 32  # absent from config.json: one per attention head
+    assert v["pipeline_parallel_size"] == 1 and v["kv_lora_rank"] == 0  # vLLM's defaults
+    assert "max_num_batched_tokens" not in v  # derived from GPU memory at run time: unknown
+    assert parse_launch(["vllm", "serve", "m", "-tp", "eight"]).problems == ("-tp: cannot read 'eight' as int",)
+
+
+def test_lint_runs_cases_against_the_guard_and_the_example_fixes(tree: Path, entries: Path, tmp_path: Path) -> None:
+    from kb.scan import scan
+    from kb.source import from_dir
+
+    with from_dir(tree, include_vendored=False) as t:
+        result = scan(t, jobs=1)
+    report = lint(result, entries)
+    assert report.problems == () and (report.checks, report.cases, report.fixes_run) == (2, 5, 2)
+    # a wrong case, a guard disagreement and a wrong "after" are all located
+    bad = DCP_ENTRY.replace("decode_context_parallel_size: 3}, raises: false", "decode_context_parallel_size: 5}, raises: false")
+    bad = bad.replace("--decode-context-parallel-size 2", "--decode-context-parallel-size 3")
+    write_entries(entries, {"dcp.yaml": bad})
+    got = lint(result, entries).problems
+    assert got == (
+        "errors/dcp.yaml:24: case says raises: false, but raises_when gives true",
+        "errors/dcp.yaml:24: vLLM's own guard gives true for this case, the case says false",
+        f"errors/dcp.yaml:12: example_fix.after still predicts: {DCP_MAX_ID} (`--decode-context-parallel-size` (3) "
+        "exceeds the maximum supported value (2) for `--tensor-parallel-size` (16) and 8 model KV heads.)",
+    )
+
+
+def test_unbound_guard_needs_a_binding_or_manual(tree: Path, entries: Path) -> None:
+    from kb.scan import scan
+    from kb.source import from_dir
+
+    with from_dir(tree, include_vendored=False) as t:
+        result = scan(t, jobs=1)
+    write_entries(entries, {"dcp.yaml": DCP_ENTRY.replace('    self.use_mla: "kv_lora_rank > 0"\n', "")})
+    problems = lint(result, entries).problems
+    assert problems == ("errors/dcp.yaml:14: vLLM's guard `decode_context_parallel_size > 1 and not self.use_mla and "
+                        "num_q_per_kv % decode_context_parallel_size != 0` cannot be evaluated (attribute access is not "
+                        "allowed: self.use_mla): bind it in source_bindings, or set source_check: manual with a reason",)
+
+
+def test_kb_new_writes_a_prefilled_skeleton(capsys, tree: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "new-errors"
+    folder.mkdir()
+    assert main(["new", DCP_ID, "--source", str(tree), "--errors", str(folder)]) == 0
+    (path,) = folder.glob("*.yaml")
+    text = path.read_text()
+    assert path.name == "the-model-s-number-of-query-heads-per-kv-head.yaml"
+    assert "message: The model's number of query heads per KV head ({num_q_per_kv})" in text
+    assert "Raised when `num_q_per_kv % decode_context_parallel_size != 0`, inside:" in text
+    assert "Where `num_q_per_kv = total_num_attention_heads // total_num_kv_heads`." in text
+    assert "guard: decode_context_parallel_size > 1 and not self.use_mla and num_q_per_kv %" in text
+    assert main(["new", DCP_ID, "--source", str(tree), "--errors", str(folder)]) == 1
+    assert "already exists: edit it instead" in capsys.readouterr().err
+    # the skeleton loads, and lint points at every TODO
+    from kb.entries import load_entries
+
+    found = [p.message for p in load_entries(folder).problems]
+    assert found and all(m.startswith("unfinished: TODO left in") for m in found)
+    assert main(["new", "0000000000000000", "--source", str(tree), "--errors", str(folder)]) == 1
+
+
+def test_build_shows_the_checker_and_the_checked_fix(tmp_path: Path, tree: Path, entries: Path) -> None:
+    out = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(out), "--quiet"]) == 0
+    html = (out / f"errors/{DCP_ID}/index.html").read_text()
+    assert "<h2>Check your configuration</h2>" in html and "data-tree=" in html
+    assert "✔ Checked: <code>kb check</code> predicts this error" in html
+    assert "0.1.0" in html and 'class="badge curated"' in html
+    record = json.loads((out / f"api/errors/{DCP_ID}.json").read_text())
+    assert record["kb"]["curated"] and record["kb"]["check"]["raisesWhen"].startswith("decode_context_parallel_size > 1")
+    assert record["exampleFix"].startswith("# before\nvllm serve org/m --tensor-parallel-size 16")
+    assert "2 of 8 errors curated" in (out / "index.html").read_text()
+
+
+def test_build_fails_on_malformed_entries_unless_keep_going(capsys, tmp_path: Path, tree: Path, entries: Path) -> None:
+    write_entries(entries, {"bad.yaml": "id: nothex\nmeaning: x\ncolour: red\n"})
+    out = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["errors/bad.yaml:1: id must be 16 lowercase hex characters (got 'nothex')",
+                   "errors/bad.yaml:3: unknown key 'colour'",
+                   "Error: 2 problem(s) in curated entries (--keep-going skips the malformed ones)"]
+    assert not out.exists()
+    assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(out), "--quiet", "--keep-going"]) == 0
+    assert "warning: skipped: errors/bad.yaml:3: unknown key 'colour'" in capsys.readouterr().err
+    assert (out / f"errors/{DCP_ID}/index.html").is_file()
+
+
+def test_stale_entries_show_a_notice(tmp_path: Path, tree: Path, entries: Path) -> None:
+    write_entries(entries, {"dcp.yaml": DCP_ENTRY.replace("for GQA/MQA.\"", "for GQA.\"")})
+    out = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(out), "--quiet"]) == 0
+    html = (out / f"errors/{DCP_ID}/index.html").read_text()
+    assert "<strong>May be out of date since vLLM 0.1.0.</strong>" in html

@@ -1,0 +1,33 @@
+"""The curated entries shipped in errors/: well-formed, cited and distinct."""
+
+from __future__ import annotations
+
+import re
+
+from kb.entries import load_entries
+from kb.paths import data_dir
+
+GITHUB = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/[0-9]+$")
+
+
+def test_shipped_entries_load_without_problems() -> None:
+    loaded = load_entries(data_dir("errors"))
+    assert loaded.problems == ()
+    assert len(loaded.entries) >= 40
+
+
+def test_references_are_github_issue_or_pr_urls_and_meanings_are_distinct() -> None:
+    entries = load_entries(data_dir("errors")).entries
+    for e in entries:
+        for url in e.references + tuple(r for c in e.common_situations for r in c.references):
+            assert GITHUB.match(url), (e.path, url)
+    meanings = [" ".join(e.meaning.split()) for e in entries]
+    assert len(set(meanings)) == len(meanings)
+    assert all(len(m) >= 200 for m in meanings), [e.path for e, m in zip(entries, meanings) if len(m) < 200]
+
+
+def test_every_entry_has_a_check_or_says_why_not() -> None:
+    for e in load_entries(data_dir("errors")).entries:
+        assert (e.check is None) != (e.no_check is None), e.path
+        if e.check is not None and e.check.source_check == "manual":
+            assert e.check.source_reason, e.path
