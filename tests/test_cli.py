@@ -54,6 +54,8 @@ def test_scan_to_stdout_and_exceptions_option(capsys, tree: Path) -> None:
         (["--ref", "v1"], "Error: --ref goes with --git", 2),
         (["--wheel", "{tmp}/bad.whl"], "Error: {tmp}/bad.whl: not a valid wheel (zip): File is not a zip file", 1),
         (["--source", "{tmp}/tree", "--exceptions", ","], "Error: --exceptions needs at least one class name, or 'all'", 2),
+        (["--vllm-version", "99.0.0"],
+         "Error: could not download vllm==99.0.0 from the package index: No matching distribution found for vllm==99.0.0", 1),
         (["--source", "{tmp}/tree", "--exceptions", "NoSuchError"],
          "Error: no raise of NoSuchError found in 6 files: is this a vLLM tree?", 1),
     ],
@@ -67,6 +69,17 @@ def test_bad_input_gives_one_error_line(capsys, tree: Path, tmp_path: Path, argv
     assert err.splitlines()[-1] == line.format(tmp=tmp_path)
     assert target.read_text() == "previous\n"  # nothing half-written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.whl", "keep.json", "tree"]
+
+
+def test_missing_git_ref(capsys, tmp_path: Path) -> None:
+    from conftest import make_git_repo
+
+    repo = tmp_path / "repo"
+    make_git_repo(repo, {"v0.1.0": tree_files("0.1.0")}).close()
+    code, _, err = run(capsys, "scan", "--git", str(repo), "--ref", "v9.9.9")
+    assert code == 1 and err.splitlines()[-1] == f"Error: ref 'v9.9.9' not found in {repo}"
+    code, out, _ = run(capsys, "scan", "--git", repo.as_uri(), "--ref", "v0.1.0", "--quiet")
+    assert code == 0 and json.loads(out)["source"]["kind"] == "git"
 
 
 def test_strict(capsys, tmp_path: Path) -> None:
