@@ -43,8 +43,8 @@ def test_installed_kb_builds_from_another_folder(wheel: Path, tmp_path: Path) ->
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)]
-                   if _pip_has_python_option() else [str(python), "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed", "-q", str(wheel)]
+                   if _pip_has_python_option() else [str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q", str(wheel)],
                    check=True, capture_output=True)
     tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False))
     elsewhere = tmp_path / "elsewhere"
