@@ -53,8 +53,11 @@ def scan(
             continue
         file_keys[path] = key
         lines = source_lines(data)
+        quotes = _QuoteCounter(lines)
         for r in sorted(matching, key=lambda r: r.line):
-            sites.append(Site(error_id(r.template, path), path, r, r.exception_name, excerpt(lines, r.line, open_at=True)))
+            e = excerpt(lines, r.line)
+            sites.append(Site(error_id(r.template, path), path, r, r.exception_name,
+                              Excerpt(e.start, e.lines, quotes.open_before(e.start))))
     return ScanResult(
         tree=tree.info,
         id_scheme=ID_SCHEME,
@@ -106,22 +109,34 @@ def source_lines(data: bytes) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS, open_at: bool = False) -> Excerpt:
+def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerpt:
     last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
     start = max(1, line - radius)
     end = min(last, line + radius)
-    return Excerpt(start, tuple(lines[start - 1 : end]), open_string(lines, start) if open_at else "")
+    return Excerpt(start, tuple(lines[start - 1 : end]))
 
 
-def open_string(lines: list[str], line: int) -> str:
-    """The triple quote left open before `line`, by counting triple quotes above it (a cheap
-    heuristic: quotes inside comments or other strings can fool it; it only steers colours)."""
-    before = "\n".join(lines[: line - 1])
-    if before.count('"""') % 2:
-        return '"""'
-    if before.count("'''") % 2:
-        return "'''"
-    return ""
+class _QuoteCounter:
+    """Which triple quote is left open before a line, by counting triple quotes above it (a
+    cheap heuristic: quotes inside comments or other strings can fool it; it only steers the
+    colours of an excerpt). Lines must be asked for in increasing order: one pass per file."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.at = 1
+        self.double = self.single = 0
+
+    def open_before(self, line: int) -> str:
+        if line > self.at:
+            chunk = "\n".join(self.lines[self.at - 1 : line - 1])
+            self.double += chunk.count('"""')
+            self.single += chunk.count("'''")
+            self.at = line
+        if self.double % 2:
+            return '"""'
+        if self.single % 2:
+            return "'''"
+        return ""
 
 
 def content_key(data: bytes) -> str:

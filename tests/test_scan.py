@@ -126,3 +126,15 @@ def test_cache_skips_parsing_unchanged_files(tree: Path, tmp_path: Path, monkeyp
     assert [(s.id, s.fact) for s in first.sites] == [(s.id, s.fact) for s in second.sites]
     assert second.sites[-1].excerpt.lines[-2:] == ("", "# edited")
     cache.close()
+
+
+def test_excerpts_know_when_they_start_inside_a_docstring(tmp_path: Path) -> None:
+    body = "def f(x):\n    \"\"\"A long docstring\n" + "    line\n" * 30 + "    \"\"\"\n    raise ValueError('x')\n"
+    write_tree(tmp_path / "t", {"vllm/__init__.py": "", "vllm/doc.py": body})
+    with from_dir(tmp_path / "t", include_vendored=False) as t:
+        (site,) = scan(t, jobs=1).sites
+    assert site.excerpt.start == 16 and site.excerpt.open_string == '"""'
+    from kb.highlight import highlight_excerpts
+
+    html = highlight_excerpts([site.excerpt])
+    assert html[16].startswith('<span class="sd">')  # lexed as the docstring it is, not as code
