@@ -18,23 +18,12 @@ import yaml
 
 from kb.evaluate import ExprError, names_of, parse
 from kb.markdown_text import raw_html_in
+from kb.model import Located
 from kb.vocab import INPUTS
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "entry.schema.json"
 _MARKDOWN_FIELDS = ("meaning", "trigger")
 _MARKDOWN_LISTS = ("solutions", "prevention")
-
-
-@dataclass(frozen=True)
-class Located:
-    """A problem found in a curated entry."""
-
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass(frozen=True)

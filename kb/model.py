@@ -183,7 +183,9 @@ class Site:
 
 
 @dataclass(frozen=True)
-class Warning_:
+class Located:
+    """A finding at a place: a file that does not parse, a problem in a curated entry."""
+
     path: str
     line: int
     message: str
@@ -201,7 +203,7 @@ class ScanResult:
     files: int
     bytes: int
     excluded_files: int
-    warnings: tuple[Warning_, ...]
+    warnings: tuple[Located, ...]
     # path -> content hash of each file that holds sites: what a record's page is made from
     file_keys: dict[str, str] = field(default_factory=dict, compare=False)
 

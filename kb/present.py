@@ -117,22 +117,23 @@ def trigger_facts(site: Site) -> dict[str, object]:
     }
 
 
-def trigger_text(site: Site) -> str:
-    """One plain sentence (for the JSON record), built only from the source."""
+def trigger_text(site: Site, markdown: bool = False) -> str:
+    """The trigger in plain sentences, built only from the source (`markdown` quotes code)."""
+    q = "`" if markdown else ""
     t = trigger_facts(site)
     if t["condition"]:
-        text = f"Raised in {t['function']} when {t['condition']}"
+        text = f"Raised in {q}{t['function']}{q} when {q}{t['condition']}{q}"
         if t["inside"]:
-            text += f", inside: {t['inside']}"
+            text += f", inside: {q}{t['inside']}{q}"
     else:
-        text = f"Raised whenever {t['function']} reaches this line (no enclosing condition in the function)"
+        text = f"Raised whenever {q}{t['function']}{q} reaches this line (no enclosing condition in the function)"
     contexts = t["contexts"]
     if contexts:
         text += "; within " + ", ".join(f"`{c}`" for c in contexts)  # type: ignore[union-attr]
     text += "."
     defs = t["locals"]
     if defs:
-        text += " Where " + "; ".join(f"{n} = {s}" for n, s in defs) + "."  # type: ignore[union-attr]
+        text += " Where " + "; ".join(f"{q}{n} = {s}{q}" for n, s in defs) + "."  # type: ignore[union-attr]
     return text
 
 

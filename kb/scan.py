@@ -21,7 +21,7 @@ from kb.errors import ScanError
 from kb.extract import extract, may_hold_facts
 from kb.factcache import FactCache
 from kb.ids import ID_SCHEME, error_id
-from kb.model import ClassFact, Excerpt, FileFacts, ScanResult, Site, Warning_
+from kb.model import ClassFact, Excerpt, FileFacts, ScanResult, Site, Located
 from kb.source import Tree
 
 EXCERPT_RADIUS = 18
@@ -40,7 +40,7 @@ def scan(
     files = list(tree.items())
     facts, keys = _facts(files, jobs, cache, progress, parse_all=strict)
     warnings = tuple(
-        Warning_(path, f.error[0], f.error[1]) for (path, _), f in zip(files, facts) if f.error is not None
+        Located(path, f.error[0], f.error[1]) for (path, _), f in zip(files, facts) if f.error is not None
     )
     if strict and warnings:
         raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from kb.model import Record, TreeInfo
-from kb.present import trigger_facts
+from kb.present import trigger_text
 
 TODO = "TODO"
 
@@ -26,21 +26,13 @@ _Dumper.add_representer(str, _str)
 
 def skeleton(record: Record, tree: TreeInfo) -> str:
     site = record.sites[0]
-    t = trigger_facts(site)
-    if t["condition"]:
-        trigger = f"Raised when `{t['condition']}`"
-        if t["inside"]:
-            trigger += f", inside: `{t['inside']}`"
-    else:
-        trigger = f"Raised whenever `{t['function']}` reaches this line"
-    trigger += "." + "".join(f"\nWhere `{n} = {s}`." for n, s in t["locals"])  # type: ignore[union-attr]
     data = {
         "id": record.id,
         "file": record.file,
         "message": record.template,
         "meaning": f"{TODO}: what this error means, in terms of what the user controls (at least 200 characters).\n",
         "solutions": [f"{TODO}: the most likely fix first, with exact flags and values."],
-        "trigger": trigger + "\n",
+        "trigger": trigger_text(site, markdown=True) + "\n",
         "prevention": [f"{TODO}: how to avoid this error, specific to it."],
         "common_situations": [],
         "references": [],

@@ -140,8 +140,8 @@ def test_kb_new_writes_a_prefilled_skeleton(capsys, tree: Path, tmp_path: Path) 
     text = path.read_text()
     assert path.name == "the-model-s-number-of-query-heads-per-kv-head.yaml"
     assert "message: The model's number of query heads per KV head ({num_q_per_kv})" in text
-    assert "Raised when `num_q_per_kv % decode_context_parallel_size != 0`, inside:" in text
-    assert "Where `num_q_per_kv = total_num_attention_heads // total_num_kv_heads`." in text
+    assert "when `num_q_per_kv % decode_context_parallel_size != 0`, inside:" in text
+    assert "`num_q_per_kv = total_num_attention_heads // total_num_kv_heads`" in text
     assert "guard: decode_context_parallel_size > 1 and not self.use_mla and num_q_per_kv %" in text
     assert main(["new", DCP_ID, "--source", str(tree), "--errors", str(folder)]) == 1
     assert "already exists: edit it instead" in capsys.readouterr().err
