@@ -14,8 +14,10 @@ from kb.scan import scan
 from kb.source import SourceSpec, Tree, open_tree
 from kb.api import scan_release
 
-# The vLLM release the site describes by default; the one place it is pinned.
-PINNED_VLLM = "0.33.0"
+from kb.settings import pinned_release
+
+# The vLLM release the site describes by default (set in kb/releases.toml).
+PINNED_VLLM = pinned_release()
 
 __all__ = [
     "PINNED_VLLM", "KBError", "ScanError", "ScanResult", "Site", "SourceError", "SourceSpec", "Tree",

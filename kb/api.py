@@ -91,6 +91,75 @@ def build_release(spec: SourceSpec, options: "BuildOptions", jobs: Optional[int]
     return build_site(result, options, records=merged.records, progress=progress)
 
 
+def release_specs(spec: SourceSpec, releases: Optional[str], refs: Optional[str]) -> list[SourceSpec]:
+    """`--releases 0.30.0,0.31.0` (or `all`: the published list) or `--git URL --refs a,b`, oldest first."""
+    from dataclasses import replace
+
+    from kb.settings import published_releases
+
+    if refs:
+        if not spec.git:
+            raise KBError("--refs goes with --git")
+        return [replace(spec, ref=r.strip()) for r in refs.split(",") if r.strip()]
+    names = published_releases() if releases == "all" else [v.strip() for v in (releases or "").split(",") if v.strip()]
+    if not names:
+        return [spec]
+    return [SourceSpec(vllm_version=v, include_vendored=spec.include_vendored) for v in names]
+
+
+def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_cache: bool = True,
+                  progress: Optional[Progress] = None) -> list[tuple[str, ScanResult]]:
+    """Each release scanned with one parsed-file cache: a file unchanged between releases is
+    parsed once. Names are release versions, else git refs."""
+    out = []
+    for spec in specs:
+        result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress)
+        out.append((result.tree.release or spec.ref or result.tree.ref, result))
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise KBError(f"a release is given twice: {', '.join(names)}")
+    return out
+
+
+def build_releases(specs: Sequence[SourceSpec], options: "BuildOptions", jobs: Optional[int] = None,
+                   use_cache: bool = True, progress: Optional[Callable[[str, int, int], None]] = None,
+                   errors: Optional[Path] = None, keep_going: bool = False,
+                   warn: Optional[Callable[[str], None]] = None) -> "BuildReport":
+    """The site of the newest release with the history of every error across all of them."""
+    from kb.build import build_site
+    from kb.entries import load_entries
+    from kb.history import build_history
+    from kb.merge import history_records, merge
+
+    if len(specs) == 1:
+        return build_release(specs[0], options, jobs, use_cache, progress, errors, keep_going, warn)
+    scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
+    scans = scan_releases(specs, jobs, use_cache, scan_progress)
+    history = build_history(scans)
+    loaded = load_entries(errors_folder(errors))
+    if loaded.problems and not keep_going:
+        raise EntryError([str(p) for p in loaded.problems], " (--keep-going skips the malformed ones)")
+    newest = scans[-1][1]
+    merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases)
+    if warn:
+        for p in loaded.problems:
+            warn(f"skipped: {p}")
+        for m in merged.problems:
+            warn(str(m))
+    return build_site(newest, options, records=merged.records, progress=progress, history=history)
+
+
+def diff_releases(old: SourceSpec, new: SourceSpec, fmt: str = "text", use_cache: bool = True) -> str:
+    from kb.history import build_history
+    from kb.merge import build_records
+    from kb.releasepages import _titles, diff_text
+
+    scans = scan_releases([old, new], use_cache=use_cache)
+    history = build_history(scans)
+    records = build_records(scans[1][1]) + build_records(scans[0][1])
+    return diff_text(history.diffs[0], _titles(history, records), fmt)
+
+
 def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> "LintReport":
     from kb.lint import lint
 
@@ -158,5 +227,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["EntryError", "KBError", "build_release", "check_launch", "curated_records", "lint_release", "new_entry",
+__all__ = ["EntryError", "KBError", "build_release", "build_releases", "diff_releases", "check_launch", "curated_records", "lint_release", "new_entry",
            "scan_release", "write_atomic"]

@@ -25,6 +25,7 @@ class SiteInfo:
     tree: TreeInfo
     report_repo: str = "vllm-error-kb/vllm-error-kb"
     site_url: Optional[str] = None
+    releases: tuple[str, ...] = ()  # a multi-release build: the releases, oldest first
 
     @property
     def label(self) -> str:
@@ -76,7 +77,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
         "sourceCode": "\n".join(s.excerpt.lines),
         "sourceCodeStart": s.excerpt.start,
         "sourceCodeEnd": s.excerpt.end,
-        "githubUrl": github_url(info.tree.ref, s.file, s.line),
+        "githubUrl": github_url(record.ref or info.tree.ref, s.file, s.line),
         "documentation": documentation,
         "triggerScenarios": triggers,
         "commonSituations": situations,
@@ -98,21 +99,40 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "template": record.template,
             "page": f"/errors/{record.id}/",
             "release": info.tree.release,
-            "ref": info.tree.ref,
+            "ref": record.ref or info.tree.ref,
             "commit": info.tree.commit,
             "commitKind": info.commit_kind,
             "subsystem": record.subsystem,
             "related": list(record.related),
-            "sites": [_site(x, info) for x in record.sites],
+            "sites": [_site(x, record.ref or info.tree.ref) for x in record.sites],
             "check": e.check.to_json() if e is not None and e.check is not None else None,
             "references": list(e.references) if e is not None else [],
-            "history": None,
+            "history": _history(record),
         },
     }
 
 
-def _site(s: Site, info: TreeInfo | SiteInfo) -> dict[str, Any]:
-    ref = info.tree.ref if isinstance(info, SiteInfo) else info.ref
+def _history(record: Record) -> Optional[dict[str, Any]]:
+    if not record.history:
+        return None
+    return {
+        "firstSeen": record.history[0].release,
+        "lastSeen": record.history[-1].release,
+        "removedSince": record.removed_since,
+        "aliases": list(record.aliases),
+        "releases": [{"release": a.release, "id": a.id, "file": a.file, "lines": list(a.lines), "template": a.template}
+                     for a in record.history],
+    }
+
+
+def alias_record(old: str, current: str, kind: str, release: str) -> dict[str, Any]:
+    """What /api/errors/<old id> serves once the id became an alias: the current id."""
+    return {"id": old, "alias": True, "currentId": current, "currentUrl": f"/api/errors/{current}",
+            "page": f"/errors/{current}/", "reason": f"message {kind} in {release}" if kind == "edited"
+            else f"{kind} to another file in {release}"}
+
+
+def _site(s: Site, ref: str) -> dict[str, Any]:
     return {
         "file": s.file,
         "line": s.line,

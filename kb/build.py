@@ -20,7 +20,9 @@ from kb.apirecord import SiteInfo, api_record, dumps
 from kb.highlight import css, highlight_excerpts
 from kb.lint import verified_ids
 from kb.matchindex import match_index
+from kb.history import History
 from kb.merge import build_records
+from kb.releasepages import release_pages
 from kb.model import Record, ScanResult
 from kb.output import Output
 from kb.paths import data_dir
@@ -78,12 +80,18 @@ def summary(r: Record) -> _Summary:
 
 
 def build_site(scan: ScanResult, options: BuildOptions, records: Optional[Sequence[Record]] = None,
-               progress: Optional[Progress] = None) -> BuildReport:
-    info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None)
+               progress: Optional[Progress] = None, history: Optional[History] = None) -> BuildReport:
+    """The site of `scan` (the newest release). With a `history`, also its older ids (aliases
+    that redirect), the pages of removed errors (in `records`) and the release pages."""
+    info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
+                    history.releases if history is not None else ())
     records = list(records) if records is not None else build_records(scan)
     out = Output(options.output)
     try:
         report = _write_all(scan, records, info, out, options, progress)
+        if history is not None:
+            for path, text in release_pages(history, records, info):
+                out.write(path, text)
         out.commit()
     except BaseException:
         out.abort()
@@ -150,6 +158,7 @@ def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, 
     follow from them), the curated entry, and what the page shows of related records."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), checked,
+                         repr(r.history), r.removed_since, r.ref, list(r.aliases),
                          [list(vars(summaries[i]).values()) for i in r.related]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
         h.update(repr(r.sites).encode())
@@ -226,7 +235,8 @@ def _batches(groups: list[tuple[list[Record], dict[str, _Summary]]], count: int)
 
 
 # --- everything else ---------------------------------------------------------------------------
-def _other_pages(scan: ScanResult, records: list[Record], info: SiteInfo, summaries: dict[str, _Summary]):
+def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summaries: dict[str, _Summary]):
+    records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
     counts = scan.counts | {"curated": sum(1 for r in records if r.curated)}
     by_subsystem: dict[str, list[Record]] = {}
     by_class: dict[str, list[Record]] = {}
@@ -293,7 +303,7 @@ def _other_pages(scan: ScanResult, records: list[Record], info: SiteInfo, summar
     yield "api/errors/index.json", json.dumps(
         {"release": info.tree.release, "ref": info.tree.ref, "errors": [
             {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
-             "line": r.line, "curated": r.curated} for r in records]},
+             "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in every]},
         sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
     yield "api/schema.json", (Path(__file__).parent / "schemas" / "record.schema.json").read_text(encoding="utf-8")
     yield "api/match-index.json", json.dumps(match_index(records, info.tree.release), sort_keys=True,

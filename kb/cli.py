@@ -98,17 +98,36 @@ def _errors(args: argparse.Namespace) -> Optional[Path]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from kb.api import build_release
+    from kb.api import build_releases, release_specs
     from kb.build import BuildOptions
 
     options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
-    report = build_release(_spec(args), options, jobs=args.jobs, use_cache=not args.no_cache,
-                           progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
-                           warn=_warn)
+    if args.releases and (args.vllm_version or args.source or args.wheel or args.git):
+        raise _Usage("--releases replaces --vllm-version/--source/--wheel/--git (use --git URL --refs A,B for refs)")
+    if args.refs and not args.git:
+        raise _Usage("--refs goes with --git")
+    if args.refs:
+        args.ref = args.refs.split(",")[0]
+    specs = release_specs(_spec(args), args.releases, args.refs)
+    report = build_releases(specs, options, jobs=args.jobs, use_cache=not args.no_cache,
+                            progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
+                            warn=_warn)
     if not args.quiet:
         print(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
               f"{report.files_written} files written, {report.files_kept} kept; "
               f"{report.bytes / 1e6:.1f} MB -> {report.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from kb.api import diff_releases
+    from kb.source import SourceSpec
+
+    if args.git:
+        old, new = SourceSpec(git=args.git, ref=args.old), SourceSpec(git=args.git, ref=args.new)
+    else:
+        old, new = SourceSpec(vllm_version=args.old), SourceSpec(vllm_version=args.new)
+    sys.stdout.write(diff_releases(old, new, args.format, use_cache=not args.no_cache))
     return 0
 
 
@@ -193,7 +212,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="no progress or summary on standard error")
     _errors_option(b)
     b.add_argument("--keep-going", action="store_true", help="skip malformed curated entries (reported) instead of failing")
+    b.add_argument("--releases", metavar="X,Y,...|all",
+                   help="build over several release wheels, oldest first (`all`: the published list in kb/releases.toml)")
+    b.add_argument("--refs", metavar="A,B,...", help="with --git: build over several refs, oldest first")
     b.set_defaults(func=cmd_build)
+
+    d = sub.add_parser("diff", help="what changed between two releases: added, removed, edited, moved errors")
+    d.add_argument("old", help="the older release (a version, or a ref with --git)")
+    d.add_argument("new", help="the newer release")
+    d.add_argument("--git", metavar="URL_OR_PATH", help="compare two refs of a git repository instead of two wheels")
+    d.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    d.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    d.set_defaults(func=cmd_diff)
 
     li = sub.add_parser("lint", help="check the curated entries against the scan: schema, orphans, staleness, "
                                      "every check case and example fix")

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from kb.entries import Entry
 from kb.model import Record, ScanResult, Site
 from kb.present import related_ids, slug_base, subsystem_of, title_of, unique_slugs
+
+if TYPE_CHECKING:
+    from kb.history import History
 
 
 @dataclass(frozen=True)
@@ -61,17 +64,32 @@ def build_records(scan: ScanResult) -> list[Record]:
     return sorted(records, key=lambda r: (r.file, r.line, r.id))
 
 
-def merge(scan: ScanResult, entries: Sequence[Entry]) -> Merged:
-    records = build_records(scan)
+def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,
+          aliases: Optional[Mapping[str, tuple[str, str, str]]] = None) -> Merged:
+    """Attach each entry to its record. With a release history, an entry written for an id
+    that became an alias follows to the current id, marked stale until re-verified."""
+    records = list(records) if records is not None else build_records(scan)
+    aliases = aliases or {}
     by_id = {r.id: r for r in records}
     release = scan.tree.release or scan.tree.ref
     problems: list[Problem] = []
     for e in entries:
-        record = by_id.get(e.id)
+        target, followed = e.id, None
+        if target not in by_id and target in aliases:
+            target, kind, since = aliases[target]
+            followed = f"written for {e.id}, whose message was {kind} in {since}: re-verify it for {target}" \
+                if kind == "edited" else f"written for {e.id}, which moved to another file in {since}: re-verify it"
+        record = by_id.get(target)
         if record is None:
             problems.append(Problem(e.path, e.line_of("id"), _orphan_message(e, records, release), "orphan"))
             continue
-        stale = _stale_reasons(e, record, release)
+        if record.entry is not None:
+            problems.append(Problem(e.path, e.line_of("id"), f"{target} is curated twice: also in {record.entry.path}",
+                                    "orphan"))
+            continue
+        stale = ([followed] if followed else []) + _stale_reasons(e, record, release)
+        if record.removed_since:
+            stale.append(f"no longer raised since {record.removed_since}")
         for why in stale:
             problems.append(Problem(e.path, e.line_of("message" if why.startswith("message") else "verified"),
                                     f"stale: {why}", "stale"))
@@ -79,10 +97,36 @@ def merge(scan: ScanResult, entries: Sequence[Entry]) -> Merged:
             if other not in by_id:
                 problems.append(Problem(e.path, e.line_of("related", i), f"related id {other} is not raised in {release}",
                                         "related"))
-        related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != e.id] + list(record.related)))
-        by_id[e.id] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
+        related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
+        by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     merged = tuple(by_id[r.id] for r in records)
     return Merged(merged, tuple(problems))
+
+
+def history_records(scans: Sequence[tuple[str, ScanResult]], history: "History") -> list[Record]:
+    """The newest release's records plus the pages of removed errors (as their last release had
+    them), each with its history and the older ids that lead to it."""
+    newest = build_records(scans[-1][1])
+    by_name = dict(scans)
+    wanted: dict[str, list[str]] = {}
+    for ident in sorted(history.removed):
+        wanted.setdefault(history.appearances[ident][-1].release, []).append(ident)
+    removed: list[Record] = []
+    pages = {r.id for r in newest} | set(history.removed)
+    slugs = {r.slug for r in newest}
+    for release, ids in wanted.items():
+        old = {r.id: r for r in build_records(by_name[release])}
+        for i in ids:
+            slug = old[i].slug if old[i].slug not in slugs else f"{old[i].slug}-{i[:6]}"
+            slugs.add(slug)
+            removed.append(replace(old[i], slug=slug, removed_since=history.removed[i], ref=by_name[release].tree.ref,
+                                   related=tuple(x for x in old[i].related if x in pages)))
+    aliases: dict[str, list[str]] = {}
+    for old_id, (current, _, _) in history.aliases.items():
+        aliases.setdefault(current, []).append(old_id)
+    out = [replace(r, history=history.appearances.get(r.id, ()), aliases=tuple(sorted(aliases.get(r.id, []))))
+           for r in newest + removed]
+    return sorted(out, key=lambda r: (r.removed_since is not None, r.file, r.line, r.id))
 
 
 def _stale_reasons(e: Entry, record: Record, release: str) -> list[str]:

@@ -246,6 +246,10 @@ class Record:
     related: tuple[str, ...]
     entry: Any = None  # kb.entries.Entry when curated
     stale: tuple[str, ...] = ()  # why a curated entry may be out of date
+    history: tuple[Any, ...] = ()  # kb.history.Appearance per release, oldest first (multi-release builds)
+    removed_since: Optional[str] = None  # the first release that no longer raises it
+    ref: Optional[str] = None  # git ref of the release its sites come from, when not the newest
+    aliases: tuple[str, ...] = ()  # older ids that now lead here
 
     @property
     def file(self) -> str:

@@ -89,7 +89,7 @@ def _common(info: SiteInfo, page: Page, title: str) -> dict[str, Any]:
 
 
 # --- error pages -------------------------------------------------------------------------------
-def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool) -> dict[str, Any]:
+def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool, ref: Optional[str] = None) -> dict[str, Any]:
     e = site.excerpt
     numbers = range(e.start, e.end + 1) if full else range(max(e.start, site.line - SHORT_RADIUS),
                                                            min(e.end, site.fact.end_line + SHORT_RADIUS) + 1)
@@ -99,7 +99,7 @@ def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool
         "end_line": site.fact.end_line,
         "function": site.fact.qualname,
         "exception": site.fact.exception,
-        "github": github_url(info.tree.ref, site.file, site.line),
+        "github": github_url(ref or info.tree.ref, site.file, site.line),
         "excerpt": excerpt_html(site, numbers, html_lines),
         "first": numbers[0],
         "last": numbers[-1],
@@ -166,13 +166,32 @@ def check_view(record: Record, checked: bool) -> Optional[dict[str, Any]]:
             "manual": c.source_check == "manual", "reason": c.source_reason}
 
 
+def history_view(record: Record) -> list[dict[str, Any]]:
+    """One row per release the error appears in: where, and what changed since the row before."""
+    rows: list[dict[str, Any]] = []
+    previous = None
+    for a in record.history:
+        changes = []
+        if previous is not None:
+            if a.id != previous.id:
+                changes.append("message edited" if a.file == previous.file else f"moved from {previous.file}")
+            elif a.guard != previous.guard:
+                changes.append("guard changed")
+            elif a.lines != previous.lines:
+                changes.append("line moved")
+        rows.append({"release": a.release, "id": a.id, "file": a.file, "lines": ", ".join(map(str, a.lines)),
+                     "template": a.template, "changes": ", ".join(changes)})
+        previous = a
+    return rows
+
+
 def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines: Optional[dict[int, str]] = None,
                checked: bool = False) -> str:
     page = Page(f"errors/{record.id}/index.html")
     if html_lines is None:
         html_lines = highlight_excerpts(s.excerpt for s in record.sites)
     full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
-    sites = [site_view(s, info, html_lines, i < full) for i, s in enumerate(record.sites)]
+    sites = [site_view(s, info, html_lines, i < full, record.ref) for i, s in enumerate(record.sites)]
     triggers: list[dict[str, Any]] = []  # sites with the same trigger are listed once
     for view in sites:
         same = next((t for t in triggers if t["trigger"] == view["trigger"]), None)
@@ -192,6 +211,8 @@ def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines
         "check": check_view(record, checked),
         "defensive_code": code_html(record.entry.defensive.code, "python")
         if record.entry is not None and record.entry.defensive is not None else None,
+        "ref": record.ref or info.tree.ref,
+        "history": history_view(record),
     }
     return environment().get_template("error.html.jinja2").render(ctx)
 

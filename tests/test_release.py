@@ -151,3 +151,17 @@ def test_kb_check_on_the_reference_page_before_and_after(scan_0_33) -> None:
     after = ids(3)  # the reference page's "after"
     assert DCP_ID not in after and "66df3e6fd6142523" in after  # exceeds the maximum supported value (2)
     assert ids(2) == []
+
+
+def test_history_over_the_published_releases() -> None:
+    from kb.api import release_specs, scan_releases
+    from kb.history import build_history
+    from kb.settings import published_releases
+
+    scans = scan_releases(release_specs(SourceSpec(), "all", None))
+    assert [name for name, _ in scans] == published_releases()
+    history = build_history(scans)
+    lines = [(a.release, a.lines) for a in history.appearances[DCP_ID]]
+    assert lines == [("0.28.0", (1410,)), ("0.29.0", (1456,)), ("0.30.0", (1469,)), ("0.31.0", (1547,)),
+                     ("0.32.0", (1589,)), ("0.33.0", (1602,))]
+    assert all(d.counts()["added"] > 0 for d in history.diffs)

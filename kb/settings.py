@@ -1,0 +1,23 @@
+"""Project settings read from kb/releases.toml (shipped with the package)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+_FILE = Path(__file__).with_name("releases.toml")
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, object]:
+    with _FILE.open("rb") as f:
+        return tomllib.load(f)
+
+
+def pinned_release() -> str:
+    return str(_data()["pinned"])
+
+
+def published_releases() -> list[str]:
+    return [str(v) for v in _data()["published"]]  # type: ignore[union-attr]

@@ -1,0 +1,144 @@
+"""Builds over several releases: history, aliases, redirects, release pages, kb diff."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import make_git_repo
+from entryhelpers import MEANING, write_entries
+from kb.cli import main
+from kb.ids import error_id
+from kb.linkcheck import broken_links
+
+A1 = '''
+def f(x):
+    if x:
+        raise ValueError(f"alpha {x}")
+
+
+def g():
+    raise ValueError("to be removed later")
+'''
+A3 = '''
+def n():
+    raise ValueError("brand new in v3")
+
+
+def f(x):
+    if x:
+        raise ValueError(f"alpha {x}")
+'''
+B = '''
+def h(y):
+    if y:
+        raise ValueError(f"moving message {y}")
+'''
+C1 = '''
+def k():
+    raise ValueError("the first message about things")
+'''
+C2 = C1.replace("about things", "about many things")
+
+V1 = {"vllm/__init__.py": "", "vllm/a.py": A1, "vllm/b.py": B, "vllm/c.py": C1}
+V2 = {"vllm/__init__.py": "", "vllm/a.py": A1, "vllm/d.py": B, "vllm/c.py": C2}
+V3 = {"vllm/__init__.py": "", "vllm/a.py": A3, "vllm/d.py": B, "vllm/c.py": C2}
+
+ALPHA = error_id("alpha {x}", "vllm/a.py")
+GONE = error_id("to be removed later", "vllm/a.py")
+NEW = error_id("brand new in v3", "vllm/a.py")
+MOVED_OLD, MOVED_NEW = error_id("moving message {y}", "vllm/b.py"), error_id("moving message {y}", "vllm/d.py")
+EDIT_OLD = error_id("the first message about things", "vllm/c.py")
+EDIT_NEW = error_id("the first message about many things", "vllm/c.py")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("history")
+    repo = tmp / "repo"
+    make_git_repo(repo, {"v1": V1, "v2": V2, "v3": V3}).close()
+    entries = write_entries(tmp / "errors", {"edit.yaml": f"id: {EDIT_OLD}\nmessage: the first message about things\n"
+                                                         f"meaning: {MEANING}\nno_check: runs whenever k is called\n"})
+    site = tmp / "site"
+    code = main(["build", "--git", str(repo), "--refs", "v1,v2,v3", "--errors", str(entries), "-o", str(site), "--quiet"])
+    assert code == 0
+    return site, repo
+
+
+def record(site: Path, ident: str) -> dict:
+    return json.loads((site / f"api/errors/{ident}.json").read_text())
+
+
+def test_history_of_a_kept_error(built) -> None:
+    site, _ = built
+    h = record(site, ALPHA)["kb"]["history"]
+    assert (h["firstSeen"], h["lastSeen"], h["removedSince"]) == ("v1", "v3", None)
+    assert [(r["release"], r["lines"]) for r in h["releases"]] == [("v1", [3]), ("v2", [3]), ("v3", [7])]
+    html = (site / f"errors/{ALPHA}/index.html").read_text()
+    assert "<h2>History</h2>" in html and "line moved" in html
+
+
+def test_edited_and_moved_ids_become_aliases(built) -> None:
+    site, _ = built
+    for old, new, reason in [(EDIT_OLD, EDIT_NEW, "message edited in v2"), (MOVED_OLD, MOVED_NEW, "moved to another file in v2")]:
+        alias = json.loads((site / f"api/errors/{old}").read_text())
+        assert alias == {"id": old, "alias": True, "currentId": new, "currentUrl": f"/api/errors/{new}",
+                         "page": f"/errors/{new}/", "reason": reason}
+        assert f'url=../../errors/{new}/"' in (site / f"errors/{old}/index.html").read_text()
+        assert record(site, new)["kb"]["history"]["aliases"] == [old]
+        assert [r["id"] for r in record(site, new)["kb"]["history"]["releases"]] == [old, new, new]
+
+
+def test_curated_entry_follows_with_a_stale_notice(built) -> None:
+    site, _ = built
+    r = record(site, EDIT_NEW)
+    assert r["kb"]["curated"] is True
+    assert r["kb"]["stale"][0] == f"written for {EDIT_OLD}, whose message was edited in v2: re-verify it for {EDIT_NEW}"
+    assert "May be out of date since" in (site / f"errors/{EDIT_NEW}/index.html").read_text()
+
+
+def test_removed_errors_keep_their_page(built) -> None:
+    site, _ = built
+    r = record(site, GONE)
+    assert r["kb"]["history"]["removedSince"] == "v3" and r["kb"]["history"]["lastSeen"] == "v2"
+    html = (site / f"errors/{GONE}/index.html").read_text()
+    assert "No longer raised since vLLM v3." in html
+    assert GONE not in (site / "api/match-index.json").read_text()  # search shows what the release raises
+
+
+def test_release_pages_and_api(built) -> None:
+    site, _ = built
+    releases = json.loads((site / "api/releases.json").read_text())["releases"]
+    assert [(r["release"], r["errors"]) for r in releases] == [("v1", 4), ("v2", 4), ("v3", 4)]
+    assert releases[1]["counts"] == {"added": 0, "removed": 0, "edited": 1, "moved": 1, "guard": 0, "line": 0}
+    assert releases[2]["counts"] == {"added": 1, "removed": 1, "edited": 0, "moved": 0, "guard": 0, "line": 1}
+    assert json.loads((site / "api/releases/v3.json").read_text())["ids"] == sorted([ALPHA, NEW, MOVED_NEW, EDIT_NEW])
+    page = (site / "releases/v2/index.html").read_text()
+    assert "Message edited" in page and "Moved to another file" in page and "vllm/b.py -&gt; vllm/d.py" in page
+    assert broken_links(site) == []
+
+
+def test_kb_diff_formats(built, capsys) -> None:
+    _, repo = built
+    assert main(["diff", "v2", "v3", "--git", str(repo)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == ("vLLM v2 -> v3: 1 added, 1 removed, 0 edited, 0 moved, 0 with a changed guard, "
+                                    "1 at a moved line")
+    assert f"  {NEW}  brand new in v3" in text and f"  {GONE}  to be removed later" in text
+    assert main(["diff", "v1", "v2", "--git", str(repo), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("## vLLM v1 -> v2:") and f"- `{EDIT_OLD} -> {EDIT_NEW}`" in md
+    assert main(["diff", "v1", "v2", "--git", str(repo), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["counts"]["moved"] == 1 and data["sections"][3]["rows"][0]["old"] == MOVED_OLD
+
+
+def test_rebuild_keeps_every_unchanged_file(built, tmp_path: Path) -> None:
+    site, repo = built
+    inodes = {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json"}
+    entries = site.parent / "errors"
+    assert main(["build", "--git", str(repo), "--refs", "v1,v2,v3", "--errors", str(entries), "-o", str(site),
+                 "--quiet"]) == 0
+    assert {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json"} == inodes
