@@ -17,6 +17,7 @@ from kb.source import SourceSpec, open_tree
 if TYPE_CHECKING:
     from kb.build import BuildOptions, BuildReport
     from kb.check import Outcome
+    from kb.explain import Explanation
     from kb.lint import LintReport
     from kb.merge import Merged
 
@@ -160,6 +161,35 @@ def diff_releases(old: SourceSpec, new: SourceSpec, fmt: str = "text", use_cache
     return diff_text(history.diffs[0], _titles(history, records), fmt)
 
 
+def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> Path:
+    """The match index the build writes for this release (api/match-index.json), compiled
+    once into the cache: `kb explain` reads the same file the site's search does."""
+    import hashlib
+    import json
+
+    from kb.build import code_digest
+    from kb.matchindex import match_index
+
+    result = scan_release(spec, use_cache=use_cache)
+    merged = curated_records(result, errors)
+    digest = hashlib.sha256(json.dumps([result.tree.ref, result.tree.commit, sorted(result.file_keys.items()),
+                                        [repr(r.entry) for r in merged.records if r.entry is not None],
+                                        code_digest()]).encode()).hexdigest()[:16]
+    path = cache_dir() / "match-index" / f"{result.tree.release or 'ref'}-{digest}.json"
+    if not path.is_file():
+        write_atomic(path, json.dumps(match_index(merged.records, result.tree.release), sort_keys=True,
+                                      ensure_ascii=False, separators=(",", ":")) + "\n")
+    return path
+
+
+def explain_text(text: str, spec: SourceSpec, index: Optional[Path] = None, errors: Optional[Path] = None,
+                 use_cache: bool = True) -> "Explanation":
+    from kb.explain import Matcher, explain, load_index
+
+    path = index if index is not None else match_index_for(spec, errors, use_cache)
+    return explain(text, Matcher(load_index(path)))
+
+
 def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> "LintReport":
     from kb.lint import lint
 
@@ -227,5 +257,5 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["EntryError", "KBError", "build_release", "build_releases", "diff_releases", "check_launch", "curated_records", "lint_release", "new_entry",
+__all__ = ["EntryError", "KBError", "build_release", "build_releases", "diff_releases", "explain_text", "check_launch", "curated_records", "lint_release", "new_entry",
            "scan_release", "write_atomic"]

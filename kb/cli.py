@@ -119,6 +119,22 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from kb.api import explain_text
+    from kb.explain import explanation_json, explanation_text
+
+    if args.text is not None:
+        text = args.text
+    elif sys.stdin is not None and not sys.stdin.isatty():
+        text = sys.stdin.read()
+    else:
+        raise _Usage("give the error text as an argument, or pipe it in: kb explain < server.log")
+    index = Path(args.index) if args.index else (Path(args.site) / "api" / "match-index.json" if args.site else None)
+    ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
+    sys.stdout.write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
+    return 0 if ex.found else 1
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from kb.api import diff_releases
     from kb.source import SourceSpec
@@ -216,6 +232,17 @@ def parser() -> argparse.ArgumentParser:
                    help="build over several release wheels, oldest first (`all`: the published list in kb/releases.toml)")
     b.add_argument("--refs", metavar="A,B,...", help="with --git: build over several refs, oldest first")
     b.set_defaults(func=cmd_build)
+
+    x = sub.add_parser("explain", help="find the vLLM errors in a pasted message, traceback or log, with what to do")
+    x.add_argument("text", nargs="?", help="the message or log (default: standard input)")
+    x.add_argument("--site", metavar="DIR", help="read the match index of a built site (DIR/api/match-index.json)")
+    x.add_argument("--index", metavar="FILE", help="read this match index")
+    x.add_argument("--json", action="store_true", help="print JSON")
+    x.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    _source_options(x)
+    _errors_option(x)
+    x.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    x.set_defaults(func=cmd_explain)
 
     d = sub.add_parser("diff", help="what changed between two releases: added, removed, edited, moved errors")
     d.add_argument("old", help="the older release (a version, or a ref with --git)")

@@ -1,5 +1,6 @@
 """The compiled match index: every template split into literal parts, for the site's
-paste-your-error search and for `kb explain` (one index, so they cannot disagree)."""
+paste-your-error search and for `kb explain`. One index, written by the build
+(`/api/match-index.json`), read by both, so they cannot disagree."""
 
 from __future__ import annotations
 
@@ -27,29 +28,28 @@ def literal_parts(template: str) -> tuple[list[str], list[str]]:
     return parts, names
 
 
-def search_text(record: Record) -> str:
-    bits = [record.title, record.template, record.file, record.sites[0].fact.qualname, record.exception_class]
-    e = record.entry
-    if e is not None:
-        bits += [e.meaning, *e.solutions]
-    return normalize(" ".join(bits)).lower()
-
-
 def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
     entries = []
     for r in records:
+        if r.removed_since is not None:
+            continue
         parts, names = literal_parts(r.template)
-        entries.append({
+        entry: dict[str, Any] = {
             "id": r.id,
             "title": r.title,
             "cls": r.exception_class,
             "file": r.file,
             "line": r.line,
+            "func": r.sites[0].fact.qualname,
             "curated": r.curated,
             "parts": parts,
             "names": names,
             "literal": sum(len(p) for p in parts),
-            "longest": max(parts, key=len) if parts else "",
-            "text": search_text(r),
-        })
+        }
+        e = r.entry
+        if e is not None:
+            entry["meaning"] = normalize(e.meaning)[:400]
+            entry["solution"] = e.solutions[0] if e.solutions else ""
+            entry["text"] = normalize(" ".join([e.meaning, *e.solutions])).lower()
+        entries.append(entry)
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}

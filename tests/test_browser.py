@@ -152,3 +152,34 @@ def test_page_and_python_evaluators_agree(curated_url: str, browser) -> None:
         got = page.evaluate("([t, env]) => window.kbCheck.evaluate(t, env)", [to_tree(expr), env])
         assert got == evaluate(expr, env), expr
     page.close()
+
+
+def test_site_lookup_and_kb_explain_agree(base_url: str, browser, tmp_path: Path) -> None:
+    """The site's paste box and `kb explain` read the same index and must give the same answers."""
+    import json
+    import urllib.request
+
+    from kb.explain import Matcher, explain
+
+    index = json.loads(urllib.request.urlopen(base_url + "/api/match-index.json").read())
+    matcher = Matcher(index)
+    texts = [
+        FILLED, "prefix " + FILLED.removeprefix("ValueError: ") + " suffix",
+        "ERROR 11-30 12:00:00 [core.py:123] \x1b[31m" + FILLED + "\x1b[0m\r\n",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value error, "
+        "max_model_len of 1 is too small [type=value_error, input_value=1]",
+        "ValueError: The model's number of query heads per KV head (6) must be divisible by `--decode-cont",
+        "the number of query heads per KV group is odd", "nothing at all",
+        "ValueError: <script>alert('x')</script> bad <b> & more",
+    ]
+    page = browser.new_page()
+    page.goto(base_url + "/search/")
+    page.wait_for_function("window.kbExplain !== undefined && document.getElementById('status').textContent === ''")
+    for text in texts:
+        site = page.evaluate("(t) => window.kbExplain(t)", text)
+        ex = explain(text, matcher)
+        cli = {"found": [{"id": f.best.id, "kind": f.best.kind, "score": f.best.score,
+                          "values": [list(v) for v in f.best.values]} for f in ex.found],
+               "suggestions": [{"id": s.id, "kind": s.kind, "score": s.score, "values": []} for s in ex.suggestions]}
+        assert site == cli, text
+    page.close()

@@ -165,3 +165,12 @@ def test_history_over_the_published_releases() -> None:
     assert lines == [("0.28.0", (1410,)), ("0.29.0", (1456,)), ("0.30.0", (1469,)), ("0.31.0", (1547,)),
                      ("0.32.0", (1589,)), ("0.33.0", (1602,))]
     assert all(d.counts()["added"] > 0 for d in history.diffs)
+
+
+def test_filled_templates_of_the_release_map_back() -> None:
+    from kb.api import match_index_for
+    from kb.explain import Matcher, load_index, round_trip
+
+    rt = round_trip(Matcher(load_index(match_index_for(SourceSpec(vllm_version="0.33.0")))))
+    assert rt["other"] == 0 and rt["none"] == 0
+    assert (rt["own"] + rt["same_text"]) / rt["templates"] >= 0.995

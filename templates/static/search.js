@@ -1,6 +1,8 @@
 // Search over the compiled match index (/api/match-index.json), in the browser.
-// A pasted message is matched against every template (placeholders match any value,
-// across lines); words are matched against messages, titles and curated prose.
+// The paste lookup follows kb/explain.py step by step (the CLI's `kb explain` reads the same
+// index): split the text into messages, unwrap each from log prefixes, ANSI colours,
+// `ValueError: ` and pydantic's wrapper, match templates exactly, inside a longer text, or
+// cut off at the end; otherwise offer the closest templates, never as an answer.
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -8,52 +10,155 @@
   var form = document.getElementById("search-form"), box = document.getElementById("q");
   var statusEl = document.getElementById("status"), list = document.getElementById("results");
   var index = null;
+  var MIN_LITERAL = 8, MIN_SIMILARITY = 0.2;
+  var ANSI = /\u001b\[[0-9;?]*[ -\/]*[@-~]/g;
+  var LOG_PREFIX = /^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?/;
+  var PYDANTIC = /Value error, (.*?)(?: \[type=value_error\b.*)?$/;
+  var EXCEPTION = /^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: /;
+  var STARTS = /^(?:Traceback \(most recent call last\):|\s*File "|During handling|The above exception)/;
+  var WORD = /[A-Za-z][A-Za-z0-9_]{3,}/g;
 
-  function normalize(s) {
-    return s.replace(/\u001b\[[0-9;]*[A-Za-z]/g, "").replace(/\r\n?/g, "\n").replace(/\s+/g, " ").trim();
-  }
-  function unwrap(s) {
-    var m = /Value error, ([\s\S]*?)(?: \[type=value_error|$)/.exec(s);
-    if (m) s = m[1];
-    s = s.replace(/^(?:[\w.]*(?:Error|Exception)): /, "");
-    return s;
-  }
+  function normalize(s) { return s.replace(/\s+/g, " "); }
   function escapeRe(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
-
-  function compile(entry) {
-    if (!entry.re) {
-      var parts = entry.parts.map(function (p) { return escapeRe(p); });
-      entry.re = new RegExp("^" + parts.join("(.+?)") + "$");
-      entry.reIn = new RegExp(parts.join("(.+?)"));
-    }
-    return entry;
+  function unwrap(record) {
+    var m = PYDANTIC.exec(record);
+    if (m) record = m[1];
+    return record.trim().replace(EXCEPTION, "").trim();
   }
-
-  function pasteMatches(text) {
-    var msg = normalize(unwrap(normalize(text)));
-    var found = [];
-    index.entries.forEach(function (e) {
-      if (e.literal < 8) return;
-      if (msg.indexOf(e.longest) < 0) return;
-      compile(e);
-      var m = e.re.exec(msg), exact = true;
-      if (!m) { m = e.reIn.exec(msg); exact = false; }
-      if (!m) return;
-      var values = e.names.map(function (n, i) { return [n, m[i + 1]]; });
-      found.push({e: e, exact: exact, score: e.literal, values: values});
+  function records(text) {
+    text = text.replace(/\r\n?/g, "\n").replace(ANSI, "");
+    var out = [], fresh = true;
+    text.split("\n").forEach(function (raw, i) {
+      if (!raw.trim()) { fresh = true; return; }
+      var line = raw.replace(LOG_PREFIX, ""), hadPrefix = line !== raw;
+      if (fresh || hadPrefix || STARTS.test(raw) || EXCEPTION.test(line.trim())) {
+        out.push({line: i + 1, lines: [line]});
+      } else {
+        out[out.length - 1].lines.push(line);
+      }
+      fresh = false;
     });
-    found.sort(function (a, b) { return (b.exact - a.exact) || (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); });
-    return found;
+    return out.filter(function (r) { return r.lines.join("").trim(); })
+      .map(function (r) { return {line: r.line, text: normalize(r.lines.join(" ")).trim()}; });
   }
+  function prepare(e) {
+    if (e.longest !== undefined) return e;
+    var parts = e.parts.map(escapeRe);
+    e.longest = e.parts.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
+    e.exact = new RegExp("^" + parts.join("(.+?)") + "$");
+    e.inside = new RegExp(parts.join("(.+?)"));
+    e.words = {};
+    (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
+    return e;
+  }
+  function values(e, m, count) {
+    var out = [];
+    for (var i = 0; i < count; i++) if ((m[i + 1] || "").trim()) out.push([e.names[i], m[i + 1].trim()]);
+    return out;
+  }
+  var ORDER = {exact: 0, contained: 1, truncated: 2, similar: 3};
+  function rank(list) {
+    return list.sort(function (a, b) {
+      return (ORDER[a.kind] - ORDER[b.kind]) || (b.score - a.score) || (a.e.id < b.e.id ? -1 : a.e.id > b.e.id ? 1 : 0);
+    });
+  }
+  function matchRecord(record) {
+    var message = unwrap(record), out = [];
+    index.entries.forEach(function (e) {
+      if (e.literal === 0) return;  // "{e}" alone would match anything
+      prepare(e);
+      if (record.indexOf(e.longest) < 0) return;
+      var m = e.exact.exec(message), kind = "exact";
+      if (!m && e.literal >= MIN_LITERAL) { m = e.inside.exec(record); kind = "contained"; }
+      if (m) out.push({e: e, kind: kind, score: e.literal, values: values(e, m, e.names.length)});
+    });
+    return rank(out);
+  }
+  function overlap(tail, literal) {
+    for (var k = Math.min(tail.length - 1, literal.length); k > 0; k--) {
+      if (tail.slice(tail.length - k) === literal.slice(0, k)) return k;
+    }
+    return 0;
+  }
+  function truncated(message) {
+    var out = [];
+    index.entries.forEach(function (e) {
+      if (e.literal < MIN_LITERAL) return;
+      var parts = e.parts, first = parts[0];
+      if (!first) return;
+      if (first.indexOf(message) === 0) {
+        if (message.length >= 24) out.push({e: e, kind: "truncated", score: message.length, values: []});
+        return;
+      }
+      if (message.indexOf(first) !== 0) return;
+      for (var j = parts.length; j > 0; j--) {
+        var head = parts.slice(0, j).map(escapeRe).join("(.+?)");
+        var m = new RegExp("^" + head + (j < parts.length ? "(.*)$" : "$")).exec(message);
+        if (!m) continue;
+        var groups = m.slice(1), matched = parts.slice(0, j).join("").length;
+        if (j < parts.length) {
+          var cut = overlap(groups[groups.length - 1], parts[j]);
+          groups[groups.length - 1] = groups[groups.length - 1].slice(0, groups[groups.length - 1].length - cut);
+          matched += cut;
+        }
+        if (matched >= Math.min(24, e.literal)) {
+          out.push({e: e, kind: "truncated", score: matched, values: values(e, [""].concat(groups), groups.length)});
+        }
+        break;
+      }
+    });
+    return rank(out).slice(0, 5);
+  }
+  function similar(message) {
+    var words = {}, n = 0;
+    (message.match(WORD) || []).forEach(function (w) { if (!words[w.toLowerCase()]) { words[w.toLowerCase()] = true; n++; } });
+    if (!n) return [];
+    var out = [];
+    index.entries.forEach(function (e) {
+      if (e.literal < MIN_LITERAL) return;
+      prepare(e);
+      var inter = 0, size = 0;
+      for (var w in e.words) { size++; if (words[w]) inter++; }
+      var score = size ? Math.round(1000 * inter / (n + size - inter)) / 1000 : 0;
+      if (score >= MIN_SIMILARITY) out.push({e: e, kind: "similar", score: score, values: []});
+    });
+    return out.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); }).slice(0, 5);
+  }
+  function explain(text) {
+    var found = [], seen = {};
+    records(text).forEach(function (r) {
+      var matches = matchRecord(r.text);
+      if (!matches.length) return;
+      var key = matches[0].e.id + JSON.stringify(matches[0].values);
+      if (seen[key]) return;
+      seen[key] = true;
+      found.push(matches[0]);
+      matches.slice(1).forEach(function (o) { o.other = true; found.push(o); });
+    });
+    if (found.length) return {found: found};
+    var messages = records(text).map(function (r) { return unwrap(r.text); });
+    var message = messages.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
+    var cut = truncated(message);
+    if (cut.length) return {found: cut};
+    return {found: [], suggestions: similar(message)};
+  }
+  window.kbExplain = function (text) {
+    var r = explain(text);
+    function plain(m) { return {id: m.e.id, kind: m.kind, score: m.score, values: m.values}; }
+    return {found: r.found.filter(function (m) { return !m.other; }).map(plain), suggestions: (r.suggestions || []).map(plain)};
+  };
 
   function wordMatches(text) {
     var words = normalize(text).toLowerCase().split(" ").filter(Boolean);
     if (!words.length) return [];
     var found = [];
     index.entries.forEach(function (e) {
-      for (var i = 0; i < words.length; i++) if (e.text.indexOf(words[i]) < 0) return;
+      if (e.haystack === undefined) {
+        e.haystack = [e.title, e.parts.join(" "), e.file, e.func, e.cls, e.text || ""].join(" ").toLowerCase();
+      }
+      for (var i = 0; i < words.length; i++) if (e.haystack.indexOf(words[i]) < 0) return;
       var score = (e.curated ? 1000 : 0) + (e.title.toLowerCase().indexOf(words[0]) >= 0 ? 100 : 0);
-      found.push({e: e, exact: false, score: score, values: []});
+      found.push({e: e, kind: "words", score: score, values: []});
     });
     found.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); });
     return found.slice(0, 100);
@@ -67,7 +172,9 @@
     li.appendChild(a);
     var meta = document.createElement("span");
     meta.className = "where";
-    meta.textContent = " " + r.e.cls + " · " + r.e.file + ":" + r.e.line + (r.e.curated ? " · curated" : "");
+    var how = {contained: " · found inside your text", truncated: " · your message is cut off: matched its start",
+               similar: " · similarity " + r.score + " (not a match)"}[r.kind] || "";
+    meta.textContent = " " + r.e.cls + " · " + r.e.file + ":" + r.e.line + (r.e.curated ? " · curated" : "") + how;
     li.appendChild(meta);
     if (r.values.length) {
       var vals = document.createElement("div");
@@ -80,18 +187,25 @@
 
   function run(text, navigate) {
     list.textContent = "";
-    if (!normalize(text)) { statusEl.textContent = ""; return; }
-    var pasted = pasteMatches(text);
-    var exact = pasted.filter(function (r) { return r.exact; });
-    if (navigate && exact.length && (exact.length === 1 || exact[0].score > exact[1].score)) {
-      window.location.href = root + "errors/" + exact[0].e.id + "/";
-      return;
+    if (!normalize(text).trim()) { statusEl.textContent = ""; return; }
+    var r = explain(text);
+    var main = r.found.filter(function (m) { return !m.other; });
+    if (navigate && main.length === 1 && main[0].kind === "exact") {
+      var rivals = r.found.filter(function (m) { return m.other && m.kind === main[0].kind && m.score === main[0].score; });
+      if (!rivals.length) { window.location.href = root + "errors/" + main[0].e.id + "/"; return; }
     }
-    var results = pasted.length ? pasted : wordMatches(text);
-    statusEl.textContent = pasted.length
-      ? (exact.length ? "Your message matches " : "Your text contains ") + pasted.length + " known message" + (pasted.length > 1 ? "s" : "") + ", most specific first."
-      : results.length ? results.length + " errors mention these words." : "No known error matches. Try fewer words, or a part of the message without values.";
-    results.forEach(function (r) { list.appendChild(item(r)); });
+    var results = r.found.length ? r.found : wordMatches(text);
+    if (r.found.length) {
+      statusEl.textContent = "Your text matches " + main.length + " known error" + (main.length > 1 ? "s" : "") +
+        (r.found.length > main.length ? " (less specific templates that match too are listed after each)" : "") + ".";
+    } else if (results.length) {
+      statusEl.textContent = results.length + " errors mention these words.";
+    } else {
+      results = r.suggestions || [];
+      statusEl.textContent = results.length ? "No known error matches. The closest templates:" :
+        "No known error matches. Try fewer words, or a part of the message without values.";
+    }
+    results.forEach(function (x) { list.appendChild(item(x)); });
   }
 
   var params = new URLSearchParams(window.location.search);

@@ -1,0 +1,138 @@
+"""kb explain: wrappers, cut-off messages, multi-line values, ambiguity, no match, and a
+property test over the fixture templates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kb.cli import main
+from kb.explain import Matcher, explain, records, unwrap
+from kb.matchindex import match_index
+from kb.merge import build_records
+from sitehelpers import fixture_scan
+
+DCP = "d97d5d8528e2b364"
+FILLED = ("The model's number of query heads per KV head (6) must be divisible by "
+          "`--decode-context-parallel-size` (4) for GQA/MQA.")
+EXTRA = {
+    "vllm/dtypes.py": '''
+def check(dtype, kind):
+    if kind == 1:
+        raise ValueError(f"Unsupported dtype: {dtype}")
+    if kind == 2:
+        raise ValueError(f"Unsupported dtype: {dtype} for the fp8 kv cache")
+    if kind == 3:
+        raise ValueError("Failed to find a kernel. Reasons: \\n" + "\\n".join(kind))
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
+    scan = fixture_scan(tmp_path_factory.mktemp("explain") / "tree", EXTRA)
+    return Matcher(match_index(build_records(scan), "0.1.0"))
+
+
+def best(matcher: Matcher, text: str):
+    ex = explain(text, matcher)
+    assert ex.found, text
+    return ex.found[0].best
+
+
+@pytest.mark.parametrize("text", [
+    FILLED,
+    "ValueError: " + FILLED,
+    "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    main()\nValueError: " + FILLED + "\n",
+    "ERROR 11-30 12:00:00 [core.py:123] ValueError: " + FILLED,
+    "(EngineCore pid=42) ERROR 11-30 12:00:00.123 [core.py:9] " + FILLED,
+    "\x1b[1;31mValueError: " + FILLED + "\x1b[0m",
+    ("ValueError: " + FILLED).replace(" ", "\r\n", 3) + "\r\n",
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelConfig\n  Value error, " + FILLED
+    + " [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n"
+      "    For further information visit https://errors.pydantic.dev/2.11/v/value_error",
+])
+def test_sees_through_wrappers(matcher: Matcher, text: str) -> None:
+    m = best(matcher, text)
+    assert (m.id, m.kind, m.values) == (DCP, "exact", (("num_q_per_kv", "6"), ("decode_context_parallel_size", "4")))
+
+
+def test_a_long_log_with_several_errors(matcher: Matcher) -> None:
+    log = "\n".join(["INFO 11-30 12:00:00 [api.py:1] starting"] * 50 + [
+        "ERROR 11-30 12:00:01 [core.py:2] ValueError: " + FILLED,
+        "INFO 11-30 12:00:02 [api.py:1] retrying",
+        "ERROR 11-30 12:00:03 [core.py:2] ValueError: " + FILLED,
+        "ERROR 11-30 12:00:04 [core.py:2] ValueError: Total number of attention heads (64) must be divisible by "
+        "tensor parallel size (6).",
+    ])
+    ex = explain(log, matcher)
+    assert [(f.best.id, f.line, f.count) for f in ex.found] == [(DCP, 51, 2), ("f644a7c8e4fdc46c", 54, 1)]
+
+
+def test_cut_off_message(matcher: Matcher) -> None:
+    m = best(matcher, "ValueError: The model's number of query heads per KV head (6) must be divisible by `--decode-cont")
+    assert (m.id, m.kind, m.values) == (DCP, "truncated", (("num_q_per_kv", "6"),))
+
+
+def test_multi_line_and_multi_word_values(matcher: Matcher) -> None:
+    text = "ValueError: Failed to find a kernel. Reasons: \n - cutlass: needs sm90\n - triton: no fp8 support\n"
+    m = best(matcher, text)
+    assert m.kind == "exact" and m.values[0][1] == "- cutlass: needs sm90 - triton: no fp8 support"
+    m = best(matcher, "ValueError: Unsupported dtype: torch.float8 e4m3 (experimental)")
+    assert m.values == (("dtype", "torch.float8 e4m3 (experimental)"),)
+
+
+def test_ambiguous_matches_rank_the_most_specific_first(matcher: Matcher) -> None:
+    ex = explain("ValueError: Unsupported dtype: fp8_e5m2 for the fp8 kv cache", matcher)
+    found = ex.found[0]
+    assert found.best.entry["parts"] == ["Unsupported dtype: ", " for the fp8 kv cache"]
+    assert [o.entry["parts"] for o in found.others] == [["Unsupported dtype: ", ""]]
+    assert found.others[0].values == (("dtype", "fp8_e5m2 for the fp8 kv cache"),)
+
+
+def test_no_match_offers_the_closest_templates_only_as_suggestions(matcher: Matcher) -> None:
+    ex = explain("ValueError: the number of query heads per KV group is odd", matcher)
+    assert ex.found == ()
+    assert ex.suggestions and ex.suggestions[0].id == DCP and ex.suggestions[0].kind == "similar"
+    assert 0 < ex.suggestions[0].score < 1
+    assert explain("completely unrelated words", matcher).suggestions == ()
+
+
+def test_records_and_unwrap() -> None:
+    assert records("a\n  continued\nERROR 11-30 12:00:00 [x.py:1] b\n\nc") == [(1, "a continued"), (3, "b"), (5, "c")]
+    assert unwrap("foo.bar.SomeError: message") == "message"
+
+
+SAFE = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9 \n.]{0,12}[A-Za-z0-9])?", fullmatch=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_filled_templates_map_back_to_their_id(matcher: Matcher, data) -> None:
+    entry = data.draw(st.sampled_from([e for e in matcher.index["entries"] if e["literal"] >= 8]))
+    values = [data.draw(SAFE) for _ in entry["names"]]
+    text = entry["parts"][0] + "".join(v + p for v, p in zip(values, entry["parts"][1:]))
+    wrapper = data.draw(st.sampled_from(["{}", "ValueError: {}", "ERROR 11-30 12:00:00 [core.py:1] ValueError: {}",
+                                         "Value error, {} [type=value_error, input_value=1]"]))
+    ex = explain(wrapper.format(text), matcher)
+    assert ex.found and ex.found[0].best.id == entry["id"]
+    assert [v for _, v in ex.found[0].best.values] == [" ".join(v.split()) for v in values]
+
+
+def test_cli_reads_stdin_and_the_site_index(tmp_path: Path, capsys, monkeypatch) -> None:
+    from sitehelpers import build_fixture
+
+    site, _ = build_fixture(tmp_path)
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("ERROR 11-30 12:00:00 [c.py:1] ValueError: " + FILLED))
+    assert main(["explain", "--site", str(site), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["found"][0]["match"]["id"] == DCP and data["found"][0]["match"]["values"] == {
+        "num_q_per_kv": "6", "decode_context_parallel_size": "4"}
+    assert main(["explain", "--site", str(site), "no vLLM error in here"]) == 1
+    assert capsys.readouterr().out.startswith("No known vLLM error matches this text.")
+    assert main(["explain", "--site", str(tmp_path / "nowhere"), "x"]) == 1
+    assert "no match index there" in capsys.readouterr().err
