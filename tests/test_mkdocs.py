@@ -1,0 +1,88 @@
+"""The `vllm-errors` MkDocs plugin on a small Material site over the fixture tree."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
+from fixture_tree import tree_files, write_tree
+
+pytest.importorskip("material")
+
+
+def site(tmp_path: Path, include: str = "curated", extra: str = "", nav: bool = False) -> Path:
+    tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False) | {DCP_MAX_FILE: DCP_MAX})
+    entries = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# vLLM docs\n\nSee the [error reference](errors/index.md).\n")
+    config = tmp_path / "mkdocs.yml"
+    nav_block = "nav:\n  - Home: index.md\n" if nav else ""
+    config.write_text(f"""site_name: vLLM
+theme:
+  name: material
+  palette:
+    - scheme: default
+    - scheme: slate
+{nav_block}plugins:
+  - search
+  - vllm-errors:
+      source: {tree}
+      errors: {entries}
+      include: {include}
+{extra}""")
+    return config
+
+
+def mkdocs_build(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d",
+                           str(config.parent / "site")], capture_output=True, text=True, cwd=config.parent)
+
+
+@pytest.mark.parametrize("explicit_nav", [False, True])
+def test_curated_pages_nav_and_api(tmp_path: Path, explicit_nav: bool) -> None:
+    config = site(tmp_path, nav=explicit_nav)
+    proc = mkdocs_build(config)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "site"
+    page = (out / f"errors/{DCP_ID}/index.html").read_text()
+    for needle in ["Error message", "What it means", "Thrown at", "View on GitHub (pinned to v0.1.0)", "Solutions",
+                   "Example fix", "Defensive patterns", "Prevention", "When it happens", "Common situations",
+                   "Related errors", "Data as JSON", 'class="tabbed-set', 'class="hll"']:
+        assert needle in page, needle
+    assert not (out / "errors/f644a7c8e4fdc46c/index.html").exists()  # include: curated
+    home = (out / "index.html").read_text()
+    assert "Error reference" in home and f"errors/{DCP_ID}/" in home  # the nav section
+    for ident in (DCP_ID, DCP_MAX_ID, "f644a7c8e4fdc46c"):  # the API has every error
+        record = json.loads((out / f"api/errors/{ident}.json").read_text())
+        assert record["id"] == ident and (out / f"api/errors/{ident}").read_bytes() == (
+            out / f"api/errors/{ident}.json").read_bytes()
+    assert (out / "api/match-index.json").is_file() and (out / "search/search_index.json").is_file()
+    assert not (tmp_path / "docs/errors").exists()  # nothing written into the docs folder
+
+
+def test_include_all_keeps_the_nav_small(tmp_path: Path) -> None:
+    proc = mkdocs_build(site(tmp_path, include="all"))
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "site"
+    assert (out / "errors/f644a7c8e4fdc46c/index.html").is_file()
+    home = (out / "index.html").read_text()
+    assert f"errors/{DCP_ID}/" in home and "errors/f644a7c8e4fdc46c/" not in home  # only curated pages in the nav
+    assert "All errors by subsystem" in (out / "errors/index.html").read_text()
+
+
+def test_bad_options_and_entries_are_plugin_errors(tmp_path: Path) -> None:
+    config = site(tmp_path, extra="      git: /somewhere\n")
+    proc = mkdocs_build(config)
+    assert proc.returncode != 0
+    assert "vllm-errors: give one of release, source, git (got source, git)" in proc.stderr
+    config = site(tmp_path / "b")
+    (tmp_path / "b/errors/bad.yaml").write_text("id: nothex\nmeaning: x\n")
+    proc = mkdocs_build(config)
+    assert proc.returncode != 0
+    assert "errors/bad.yaml:1: id must be 16 lowercase hex characters (got 'nothex')" in proc.stderr
