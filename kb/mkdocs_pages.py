@@ -44,7 +44,8 @@ def indent(text: str, by: str = "    ") -> str:
 def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bool, api_prefix: str) -> str:
     """One error page. `pages`: id -> title of the errors that have a page in this build."""
     e = r.entry
-    out: list[str] = [f"---\ntitle: {json.dumps(r.title)}\n---", "", f"# {md_text(r.title)}", "",
+    # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
+    out: list[str] = [f"---\ntitle: {json.dumps(html.escape(r.title))}\n---", "", f"# {md_text(r.title)}", "",
                       f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
                       + (" · curated" if e else " · from source only"), ""]
     if r.removed_since:
@@ -159,8 +160,9 @@ def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, titl
 
 
 def nav_title(r: Record, limit: int = 60) -> str:
+    """The title for the navigation, HTML-escaped: themes print it as HTML."""
     t = r.title
-    return t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return html.escape(t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…")
 
 
 __all__ = ["error_markdown", "index_markdown", "md_text", "nav_title"]

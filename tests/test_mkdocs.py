@@ -86,3 +86,21 @@ def test_bad_options_and_entries_are_plugin_errors(tmp_path: Path) -> None:
     proc = mkdocs_build(config)
     assert proc.returncode != 0
     assert "errors/bad.yaml:1: id must be 16 lowercase hex characters (got 'nothex')" in proc.stderr
+
+
+def test_scanned_text_is_escaped_in_pages_titles_and_nav(tmp_path: Path) -> None:
+    from kb.ids import error_id
+    from sitehelpers import EVIL
+
+    config = site(tmp_path, include="all")
+    (tmp_path / "tree/vllm/entrypoints").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "tree/vllm/entrypoints/evil.py").write_text(EVIL)
+    evil = error_id("<script>alert('x')</script> bad {x} & more", "vllm/entrypoints/evil.py")
+    from entryhelpers import MEANING
+
+    write_entries(tmp_path / "errors", {"evil.yaml": f"id: {evil}\nmeaning: {MEANING}\nno_check: only a test\n"})
+    proc = mkdocs_build(config)
+    assert proc.returncode == 0, proc.stderr
+    for page in (tmp_path / "site").rglob("*.html"):
+        assert "<script>alert" not in page.read_text(), page
+    assert "&lt;script&gt;alert" in (tmp_path / f"site/errors/{evil}/index.html").read_text()
