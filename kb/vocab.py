@@ -98,7 +98,8 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
             "quantization_config.quant_method", "compression_config.quant_method",
             "text_config.quantization_config.quant_method", default=None, type="str"),
     _config("group_size", "quantization group size", "quantization_config.group_size",
-            "quantization_config.q_group_size", default=None),
+            "quantization_config.q_group_size", "quantization_config.global_quant_config.weight.group_size",
+            default=None),
     # --- hardware --------------------------------------------------------------------------------
     Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int"),
     Input("compute_capability", "hardware", "the GPU's CUDA compute capability, e.g. 8.0", ("--compute-capability",),
