@@ -144,16 +144,11 @@ def verify_check(r: Record) -> list[Located]:
         if guard is not None:
             try:
                 by_source = bool(evaluate(guard, values))
-            except MissingInput as err:
-                problems.append(Located(e.path, check.line, f"vLLM's guard reads {err.name!r}, which no binding or input "
-                                                            f"covers: add it to source_bindings, or set source_check: "
-                                                            f"manual with a reason"))
-                guard = None
-                continue
             except ExprError as err:
-                problems.append(Located(e.path, check.line, f"vLLM's guard `{guard_site(r).fact.guard}` cannot be "
-                                                            f"evaluated ({err.message}): bind it in source_bindings, or "
-                                                            f"set source_check: manual with a reason"))
+                why = (f"reads {err.name!r}, which no binding or input covers" if isinstance(err, MissingInput)
+                       else f"`{guard_site(r).fact.guard}` cannot be evaluated ({err.message})")
+                problems.append(Located(e.path, check.line, f"vLLM's guard {why}: bind it in source_bindings, or set "
+                                                            f"source_check: manual with a reason"))
                 guard = None
                 continue
             if by_source != case.raises:

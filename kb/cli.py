@@ -28,6 +28,13 @@ def _errors_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--errors", metavar="DIR", help="curated entries to use (default: those shipped with kb)")
 
 
+def _release_options(p: argparse.ArgumentParser) -> None:
+    """Where the tree comes from, which curated entries, and the cache switch."""
+    _source_options(p)
+    _errors_option(p)
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+
+
 def _spec(args: argparse.Namespace):
     from kb import PINNED_VLLM
     from kb.source import SourceSpec
@@ -239,9 +246,7 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--index", metavar="FILE", help="read this match index")
     x.add_argument("--json", action="store_true", help="print JSON")
     x.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
-    _source_options(x)
-    _errors_option(x)
-    x.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    _release_options(x)
     x.set_defaults(func=cmd_explain)
 
     d = sub.add_parser("diff", help="what changed between two releases: added, removed, edited, moved errors")
@@ -254,16 +259,12 @@ def parser() -> argparse.ArgumentParser:
 
     li = sub.add_parser("lint", help="check the curated entries against the scan: schema, orphans, staleness, "
                                      "every check case and example fix")
-    _source_options(li)
-    _errors_option(li)
-    li.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    _release_options(li)
     li.set_defaults(func=cmd_lint)
 
     n = sub.add_parser("new", help="write a skeleton curated entry for an error id, prefilled from the scan")
     n.add_argument("id", help="the error id (16 hex characters)")
-    _source_options(n)
-    _errors_option(n)
-    n.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    _release_options(n)
     n.set_defaults(func=cmd_new)
 
     c = sub.add_parser("check", help="predict which errors vLLM raises for a launch command, before spending GPU time",
@@ -275,9 +276,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--gpu-memory-gib", type=float, metavar="G", help="memory of one GPU, in GiB")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
-    _source_options(c)
-    _errors_option(c)
-    c.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    _release_options(c)
     c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     c.set_defaults(func=cmd_check)
 

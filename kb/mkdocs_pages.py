@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 from kb.apirecord import SiteInfo, facts_sentence
 from kb.evaluate import readable
 from kb.model import Record
-from kb.present import github_url, trigger_facts
+from kb.present import github_url, trigger_text
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
 
@@ -109,16 +109,7 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
     if e is not None and e.trigger:
         out += [e.trigger.strip(), "", "From the source:", ""]
     for s in r.sites[:3]:
-        t = trigger_facts(s)
-        if t["condition"]:
-            line = f"Raised when {code(str(t['condition']))}"
-            if t["inside"]:
-                line += f", inside: {code(str(t['inside']))}"
-        else:
-            line = f"Raised whenever {code(str(t['function']))} reaches this line"
-        out += [line + "".join(f"; within {code(c)}" for c in t["contexts"]) + ".", ""]  # type: ignore[union-attr]
-        out += [f"- {code(f'{n} = {src}')}" for n, src in t["locals"]]  # type: ignore[union-attr]
-        out += [""]
+        out += [trigger_text(s, markdown=True), ""]
     out += ["### Common situations", ""]
     if e is not None and e.common_situations:
         for c in e.common_situations:
