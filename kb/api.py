@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
@@ -15,6 +16,8 @@ from kb.scan import Progress, scan
 from kb.source import SourceSpec, open_tree
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from kb.build import BuildOptions, BuildReport
     from kb.check import Outcome
     from kb.explain import Explanation
@@ -29,12 +32,13 @@ def scan_release(
     use_cache: bool = True,
     strict: bool = False,
     progress: Optional[Progress] = None,
+    pool: Optional["Executor"] = None,
 ) -> ScanResult:
     cache = cache_dir()
     facts = FactCache(cache / "facts" if use_cache else None)
     try:
         with open_tree(spec, cache) as tree:
-            result = scan(tree, exceptions, jobs=jobs, cache=facts, progress=progress, strict=strict)
+            result = scan(tree, exceptions, jobs=jobs, cache=facts, progress=progress, strict=strict, pool=pool)
     finally:
         facts.close()
     if not result.sites:
@@ -112,10 +116,14 @@ def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_c
                   progress: Optional[Progress] = None) -> list[tuple[str, ScanResult]]:
     """Each release scanned with one parsed-file cache: a file unchanged between releases is
     parsed once. Names are release versions, else git refs."""
+    from concurrent.futures import ProcessPoolExecutor
+
     out = []
-    for spec in specs:
-        result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress)
-        out.append((result.tree.release or spec.ref or result.tree.ref, result))
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext() as pool:  # one pool for all
+        for spec in specs:
+            result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress, pool=pool)
+            out.append((result.tree.release or spec.ref or result.tree.ref, result))
     names = [n for n, _ in out]
     if len(set(names)) != len(names):
         raise KBError(f"a release is given twice: {', '.join(names)}")

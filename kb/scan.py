@@ -13,8 +13,8 @@ import gc
 import hashlib
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from kb.errors import ScanError
@@ -36,35 +36,47 @@ def scan(
     cache: Optional[FactCache] = None,
     progress: Optional[Progress] = None,
     strict: bool = False,
+    pool: Optional[Executor] = None,
 ) -> ScanResult:
-    files = list(tree.items())
-    facts, keys = _facts(files, jobs, cache, progress, parse_all=strict)
+    """`pool`: worker processes to reuse (several releases in a row); else made for this scan."""
+    paths = list(tree.paths)
+    data: dict[str, bytes] = {}
+
+    def read(path: str) -> bytes:
+        if path not in data:
+            data[path] = tree.read(path)
+        return data[path]
+
+    # A wheel names each member's CRC and size: unchanged files need not even be decompressed.
+    stamp = tree.stamp if (tree.stamp is not None and not strict) else None
+    facts, keys = _facts(paths, read, stamp, jobs, cache, progress, parse_all=strict, pool=pool)
     warnings = tuple(
-        Located(path, f.error[0], f.error[1]) for (path, _), f in zip(files, facts) if f.error is not None
+        Located(path, f.error[0], f.error[1]) for path, f in zip(paths, facts) if f.error is not None
     )
     if strict and warnings:
         raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
     sites: list[Site] = []
     file_keys: dict[str, str] = {}
-    for (path, data), f, key in zip(files, facts, keys):
+    for path, f, key in zip(paths, facts, keys):
         matching = [r for r in f.raises if chosen is None or r.exception_name in chosen]
         if not matching:
             continue
         file_keys[path] = key
-        lines = source_lines(data)
+        lines = source_lines(read(path))
         quotes = _QuoteCounter(lines)
         for r in sorted(matching, key=lambda r: r.line):
             e = excerpt(lines, r.line)
             sites.append(Site(error_id(r.template, path), path, r, r.exception_name,
                               Excerpt(e.start, e.lines, quotes.open_before(e.start))))
+    size = tree.size if tree.size is not None else (lambda p: len(read(p)))
     return ScanResult(
         tree=tree.info,
         id_scheme=ID_SCHEME,
         exceptions=tuple(sorted(chosen)) if chosen is not None else (ALL,),
         sites=tuple(sites),
-        files=len(files),
-        bytes=sum(len(d) for _, d in files),
+        files=len(paths),
+        bytes=sum(size(p) for p in paths),
         excluded_files=tree.excluded,
         warnings=warnings,
         file_keys=file_keys,
@@ -146,25 +158,40 @@ def content_key(data: bytes) -> str:
 _NOTHING = FileFacts()
 
 
-def _facts(files: list[tuple[str, bytes]], jobs: Optional[int], cache: Optional[FactCache],
-           progress: Optional[Progress], parse_all: bool = False) -> tuple[list[FileFacts], list[str]]:
-    """Facts of every file, in order. Files that cannot hold a site are skipped unless
-    `parse_all` (--strict), which parses every file so that any syntax error is reported."""
-    keys = [content_key(d) if parse_all or may_hold_facts(d) else "" for _, d in files]
+def _facts(paths: list[str], read: Callable[[str], bytes], stamp: Optional[Callable[[str], str]],
+           jobs: Optional[int], cache: Optional[FactCache], progress: Optional[Progress],
+           parse_all: bool = False, pool: Optional[Executor] = None) -> tuple[list[FileFacts], list[str]]:
+    """Facts of every file, in order, and the cache key of each.
+
+    The key is the file's content hash, or the stamp its source gives for it (a wheel's CRC
+    and size). Files that cannot hold a site are not parsed unless `parse_all` (--strict),
+    which parses every file so that any syntax error is reported."""
+    keys: list[str] = []
+    for path in paths:
+        if stamp is not None:
+            keys.append(stamp(path))
+        else:
+            d = read(path)
+            keys.append(content_key(d) if parse_all or may_hold_facts(d) else "")
     known = cache.get_many({k for k in keys if k}) if cache is not None else {}
     known[""] = _NOTHING
+    fresh: dict[str, FileFacts] = {}
     missing: dict[str, bytes] = {}
-    for key, (_, data) in zip(keys, files):
-        if key not in known and key not in missing:
-            missing[key] = data
+    for key, path in zip(keys, paths):
+        if key in known or key in missing or key in fresh:
+            continue
+        d = read(path)
+        if not parse_all and not may_hold_facts(d):
+            fresh[key] = _NOTHING  # remembered under its stamp: next time it is not even read
+        else:
+            missing[key] = d
     per_key = Counter(keys)
-    total = len(files)
+    total = len(paths)
     done = total - sum(per_key[k] for k in missing)
     if progress:
         progress(done, total)
-    fresh: dict[str, FileFacts] = {}
     with _no_gc():
-        _extract_missing(missing, per_key, jobs, fresh, progress, done, total)
+        _extract_missing(missing, per_key, jobs, fresh, progress, done, total, pool)
     if cache is not None:
         cache.put_many(fresh)
     known.update(fresh)
@@ -185,7 +212,8 @@ def _no_gc() -> Iterator[None]:
 
 
 def _extract_missing(missing: dict[str, bytes], per_key: Counter[str], jobs: Optional[int],
-                     fresh: dict[str, FileFacts], progress: Optional[Progress], done: int, total: int) -> None:
+                     fresh: dict[str, FileFacts], progress: Optional[Progress], done: int, total: int,
+                     pool: Optional[Executor] = None) -> None:
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     order = list(missing)
     if workers <= 1 or len(order) < 8:
@@ -196,7 +224,9 @@ def _extract_missing(missing: dict[str, bytes], per_key: Counter[str], jobs: Opt
                 progress(done, total)
     else:
         chunks = _chunks(order, missing, workers * 8)
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ExitStack() as stack:
+            if pool is None:
+                pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
             for chunk, results in zip(chunks, pool.map(_extract_many, ([missing[k] for k in c] for c in chunks))):
                 fresh.update(zip(chunk, results))
                 done += sum(per_key[k] for k in chunk)

@@ -50,12 +50,16 @@ class Tree:
     """A readable vLLM tree. Use as a context manager; `close()` releases files and processes."""
 
     def __init__(self, info: TreeInfo, paths: list[str], excluded: int, read: Callable[[str], bytes],
-                 close: Callable[[], None] = lambda: None) -> None:
+                 close: Callable[[], None] = lambda: None, stamp: Optional[Callable[[str], str]] = None,
+                 size: Optional[Callable[[str], int]] = None) -> None:
         self.info = info
         self.paths = paths
         self.excluded = excluded
         self.read = read
         self._close = close
+        # A stamp that changes whenever the file's bytes change, known without reading them.
+        self.stamp = stamp
+        self.size = size
 
     def __enter__(self) -> Tree:
         return self
@@ -313,4 +317,6 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
             raise SourceError(f"corrupt wheel member {p}: {e}", str(path)) from None
 
     info = TreeInfo("wheel", str(path), ref, commit, date, version)
-    return Tree(info, paths, excluded, read, z.close)
+    return Tree(info, paths, excluded, read, z.close,
+                stamp=lambda p: f"zip-crc32:{members[p].CRC:08x}:{members[p].file_size}",
+                size=lambda p: members[p].file_size)

@@ -138,3 +138,19 @@ def test_version_info_reads_without_running() -> None:
     assert version_info(b"__version__ = version = '0.33.0'\n__commit_id__ = commit_id = 'g4ba787ec9'\n") == ("0.33.0", "g4ba787ec9")
     assert version_info(b"import os; os.system('boom')\n") == (None, None)
     assert version_info(b"def (") == (None, None)
+
+
+def test_a_warm_wheel_rescan_reads_only_files_with_sites(fixture_wheel: Path, tmp_path: Path) -> None:
+    from kb.factcache import FactCache
+
+    cache = FactCache(tmp_path / "facts")
+    with from_wheel(fixture_wheel, include_vendored=False) as t:
+        first = scan(t, jobs=1, cache=cache)
+    with from_wheel(fixture_wheel, include_vendored=False) as t:
+        read, seen = t.read, []
+        t.read = lambda p: seen.append(p) or read(p)  # type: ignore[method-assign]
+        second = scan(t, jobs=1, cache=cache)
+    assert sorted(set(seen)) == sorted({s.file for s in first.sites})  # for their excerpts, nothing else
+    assert [(s.id, s.fact, s.excerpt) for s in first.sites] == [(s.id, s.fact, s.excerpt) for s in second.sites]
+    assert first.bytes == second.bytes and first.file_keys == second.file_keys
+    cache.close()
