@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from kb.entries import Check, Entry, Located
+from kb.entries import Check, Located
 from kb.evaluate import ExprError, MissingInput, evaluate, parse, substitute
 from kb.launch import Launch, command_words, parse_launch
 from kb.model import Record, Site

@@ -184,7 +184,7 @@ def _anchor_words(parts: list[str]) -> set[str]:
     out: set[str] = set()
     for i, part in enumerate(parts):
         matches = list(_WORD.finditer(part))
-        for j, m in enumerate(matches):
+        for m in matches:
             glued_left = i > 0 and m.start() == 0
             glued_right = i < len(parts) - 1 and m.end() == len(part)
             if not glued_left and not glued_right:

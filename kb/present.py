@@ -157,24 +157,25 @@ def related_ids(sites_by_id: dict[str, list[Site]], limit: int = 10) -> dict[str
     out: dict[str, tuple[str, ...]] = {}
     for ident, sites in sites_by_id.items():
         chosen: list[str] = []
-
-        def add(candidates: Iterable[str]) -> None:
-            for c in sorted(candidates, key=lambda c: order[c]):
-                if c != ident and c not in chosen and len(chosen) < limit:
-                    chosen.append(c)
-
+        by_line = lambda c: order[c]  # noqa: E731
         for key in sorted({(s.file, s.fact.qualname) for s in sites}):
-            add(by_function.get(key, ()))
-        add(by_file.get(sites[0].file, ()))
+            _add(chosen, ident, sorted(by_function.get(key, ()), key=by_line), limit)
+        _add(chosen, ident, sorted(by_file.get(sites[0].file, ()), key=by_line), limit)
         shared: dict[str, int] = {}
         for n in names_of[ident]:
             group = by_name.get(n, ())
             if len(group) <= 50:  # a name tested everywhere relates nothing
                 for other in group:
                     shared[other] = shared.get(other, 0) + 1
-        add(sorted(shared, key=lambda o: (-shared[o], order[o]))[: limit])
+        _add(chosen, ident, sorted(shared, key=lambda o: (-shared[o], order[o])), limit)  # most shared names first
         out[ident] = tuple(chosen)
     return out
+
+
+def _add(chosen: list[str], ident: str, candidates: Iterable[str], limit: int) -> None:
+    for c in candidates:
+        if c != ident and c not in chosen and len(chosen) < limit:
+            chosen.append(c)
 
 
 _COMMON_NAMES = {"len", "isinstance", "hasattr", "getattr", "any", "all", "str", "int", "type", "kwargs", "args",

@@ -163,7 +163,7 @@ def _work_tree(root: Path):  # -> Optional[git.Repo]
         repo.close()
         return None
     try:
-        repo.head.commit
+        _ = repo.head.commit
     except ValueError:  # no commit yet
         repo.close()
         return None

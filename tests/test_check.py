@@ -12,7 +12,7 @@ from fixture_tree import tree_files, write_tree
 from kb.cli import main
 from kb.launch import command_words, parse_launch
 from kb.lint import lint
-from sitehelpers import EVIL, fixture_scan
+from sitehelpers import EVIL
 
 
 @pytest.fixture

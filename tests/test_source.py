@@ -6,7 +6,7 @@ from pathlib import Path
 import git
 import pytest
 
-from conftest import make_git_repo, make_wheel
+from conftest import make_wheel
 from fixture_tree import tree_files, write_tree
 from kb.errors import SourceError
 from kb.paths import cache_dir
