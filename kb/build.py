@@ -27,7 +27,6 @@ from kb.model import Record, ScanResult
 from kb.output import Output
 from kb.paths import data_dir
 from kb.render import (
-    environment,
     error_page,
     home_page,
     list_page,
@@ -350,4 +349,4 @@ def _scoped(rules: str, prefix: str) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["BuildOptions", "BuildReport", "build_site", "environment"]
+__all__ = ["BuildOptions", "BuildReport", "build_site"]

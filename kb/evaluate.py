@@ -9,9 +9,10 @@ by one source.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import operator
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping
 
 from kb.errors import KBError
 
@@ -215,10 +216,5 @@ def substitute(guard: ast.expr, bindings: Mapping[str, ast.expr], locals_: Mappi
                     return substitute(locals_[node.id], bindings, locals_, depth + 1)
             return super().visit(node)
 
-    import copy
-
     return _Swap().visit(copy.deepcopy(guard))
 
-
-def optional(value: Optional[Any]) -> Any:
-    return value
