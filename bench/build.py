@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.api import build_release  # noqa: E402
-from kb.build import BuildOptions  # noqa: E402
+from kb.jobs import build_release  # noqa: E402
+from kb.site.build import BuildOptions  # noqa: E402
 from kb.paths import cache_dir  # noqa: E402
-from kb.source import SourceSpec, download_wheel, from_wheel  # noqa: E402
+from kb.scan.source import SourceSpec, download_wheel, from_wheel  # noqa: E402
 
 
 def floor(wheel: Path) -> float:

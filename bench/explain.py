@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.api import match_index_for  # noqa: E402
-from kb.explain import Matcher, explain, fill, load_index, round_trip  # noqa: E402
-from kb.source import SourceSpec  # noqa: E402
+from kb.jobs import match_index_for  # noqa: E402
+from kb.explain.match import Matcher, explain, fill, load_index, round_trip  # noqa: E402
+from kb.scan.source import SourceSpec  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser()

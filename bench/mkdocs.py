@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.api import build_release, scan_release  # noqa: E402
-from kb.build import BuildOptions  # noqa: E402
-from kb.source import SourceSpec  # noqa: E402
+from kb.jobs import build_release, scan_release  # noqa: E402
+from kb.site.build import BuildOptions  # noqa: E402
+from kb.scan.source import SourceSpec  # noqa: E402
 
 CONFIG = """site_name: vLLM
 theme:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kb.api import build_releases, release_specs  # noqa: E402
-from kb.build import BuildOptions  # noqa: E402
+from kb.jobs import build_releases, release_specs  # noqa: E402
+from kb.site.build import BuildOptions  # noqa: E402
 from kb.paths import cache_dir  # noqa: E402
-from kb.settings import published_releases  # noqa: E402
-from kb.source import SourceSpec, download_wheel  # noqa: E402
+from kb.releases.published import published_releases  # noqa: E402
+from kb.scan.source import SourceSpec, download_wheel  # noqa: E402
 
 
 def fresh_cache(tmp: Path, versions: list[str]) -> None:

@@ -22,11 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.extract import may_hold_facts  # noqa: E402
-from kb.factcache import FactCache  # noqa: E402
+from kb.scan.extract import may_hold_facts  # noqa: E402
+from kb.scan.factcache import FactCache  # noqa: E402
 from kb.paths import cache_dir  # noqa: E402
-from kb.scan import scan  # noqa: E402
-from kb.source import download_wheel, from_wheel  # noqa: E402
+from kb.scan.scanner import scan  # noqa: E402
+from kb.scan.source import download_wheel, from_wheel  # noqa: E402
 
 
 def floor(wheel: Path, collect: bool = True) -> float:

@@ -8,13 +8,13 @@ calls these.
 from __future__ import annotations
 
 from kb.errors import KBError, ScanError, SourceError, UsageError
-from kb.ids import error_id
+from kb.scan.ids import error_id
 from kb.model import ScanResult, Site, TreeInfo
-from kb.scan import scan
-from kb.source import SourceSpec, Tree, open_tree
-from kb.api import scan_release
+from kb.scan.scanner import scan
+from kb.scan.source import SourceSpec, Tree, open_tree
+from kb.jobs import scan_release
 
-from kb.settings import pinned_release
+from kb.releases.published import pinned_release
 
 # The vLLM release the site describes by default (set in kb/releases.toml).
 PINNED_VLLM = pinned_release()

@@ -37,7 +37,7 @@ def _release_options(p: argparse.ArgumentParser) -> None:
 
 def _spec(args: argparse.Namespace):
     from kb import PINNED_VLLM
-    from kb.source import SourceSpec
+    from kb.scan.source import SourceSpec
 
     if args.ref and not args.git:
         raise _Usage("--ref goes with --git")
@@ -73,8 +73,8 @@ def _scan_progress(quiet: bool):
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from kb.api import scan_release, write_atomic
-    from kb.scandoc import dumps
+    from kb.jobs import scan_release, write_atomic
+    from kb.scan.document import dumps
 
     exceptions = [e.strip() for e in args.exceptions.split(",") if e.strip()]
     if not exceptions:
@@ -105,8 +105,8 @@ def _errors(args: argparse.Namespace) -> Optional[Path]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from kb.api import build_releases, release_specs
-    from kb.build import BuildOptions
+    from kb.jobs import build_releases, release_specs
+    from kb.site.build import BuildOptions
 
     options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
     if args.releases and (args.vllm_version or args.source or args.wheel or args.git):
@@ -127,8 +127,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kb.api import explain_text
-    from kb.explain import explanation_json, explanation_text
+    from kb.jobs import explain_text
+    from kb.explain.match import explanation_json, explanation_text
 
     if args.text is not None:
         text = args.text
@@ -143,8 +143,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from kb.api import diff_releases
-    from kb.source import SourceSpec
+    from kb.jobs import diff_releases
+    from kb.scan.source import SourceSpec
 
     if args.git:
         old, new = SourceSpec(git=args.git, ref=args.old), SourceSpec(git=args.git, ref=args.new)
@@ -155,7 +155,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from kb.api import lint_release
+    from kb.jobs import lint_release
 
     report = lint_release(_spec(args), _errors(args), use_cache=not args.no_cache)
     for p in report.problems:
@@ -170,7 +170,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from kb.api import new_entry
+    from kb.jobs import new_entry
 
     path = new_entry(_spec(args), args.id, _errors(args), use_cache=not args.no_cache)
     print(f"wrote {path}: complete every TODO, then run `kb lint`", file=sys.stderr)
@@ -178,8 +178,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from kb.api import check_launch
-    from kb.checkreport import outcome_json, outcome_text
+    from kb.jobs import check_launch
+    from kb.checks.report import outcome_json, outcome_text
 
     command = list(args.command_words)
     if command[:1] == ["--"]:
@@ -195,7 +195,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from kb.serve import make_server
+    from kb.site.serve import make_server
 
     server = make_server(Path(args.folder), args.port)
     host, port = server.server_address[:2]

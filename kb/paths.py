@@ -10,6 +10,7 @@ import platformdirs
 from kb.errors import KBError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+SCHEMAS = PACKAGE_DIR / "schemas"
 
 
 def cache_dir() -> Path:

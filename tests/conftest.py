@@ -1,15 +1,21 @@
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import tempfile
 import textwrap
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import git
+import platformdirs
 import pytest
 
 from fixture_tree import tree_files, write_tree
-from kb.extract import extract
+from kb.scan.extract import extract
 from kb.model import RaiseFact
 
 
@@ -20,11 +26,49 @@ def scan_code(src: str) -> list[RaiseFact]:
     return list(facts.raises)
 
 
+# Release wheels and their parsed facts are kept between runs here, never in the user's cache.
+RELEASE_CACHE = Path(os.environ.get("KB_TEST_CACHE") or platformdirs.user_cache_dir("kb-tests", appauthor=False))
+# Until a fixture sets its own, everything (collection, session fixtures) uses a throw-away cache.
+_SESSION_CACHE = tempfile.mkdtemp(prefix="kb-test-cache-")
+os.environ["KB_CACHE_DIR"] = _SESSION_CACHE
+_USER_CACHE = Path(platformdirs.user_cache_dir("kb", appauthor=False))
+
+
+def _state(folder: Path) -> set[tuple[str, int]]:
+    return {(str(p), p.stat().st_mtime_ns) for p in folder.rglob("*")} if folder.is_dir() else set()
+
+
+_USER_CACHE_BEFORE = _state(_USER_CACHE)
+
+
+def _is_release(node: pytest.Item | pytest.Module) -> bool:
+    return node.get_closest_marker("release") is not None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_cache(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Module-scoped fixtures (a site built once per module) run before function-scoped ones:
+    they get the module's cache, set here first (autouse fixtures of a scope run first)."""
+    with pytest.MonkeyPatch.context() as mp:
+        release = _is_release(request.node)
+        mp.setenv("KB_CACHE_DIR", str(RELEASE_CACHE if release else tmp_path_factory.mktemp("module-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, request) -> None:
-    """Every test gets its own cache, except the release tests that share the user cache."""
-    if request.node.get_closest_marker("release") is None:
-        monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                    request: pytest.FixtureRequest) -> None:
+    """Every test gets its own cache; release tests share the test cache of release wheels."""
+    release = _is_release(request.node)
+    monkeypatch.setenv("KB_CACHE_DIR", str(RELEASE_CACHE if release else tmp_path_factory.mktemp("cache")))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run if any test wrote into the user's real cache."""
+    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    if _state(_USER_CACHE) != _USER_CACHE_BEFORE:
+        print(f"\nERROR: the tests changed the user's cache {_USER_CACHE}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def make_git_repo(path: Path, tags: dict[str, dict[str, str]]) -> git.Repo:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from kb.ids import error_id
+from kb.scan.ids import error_id
 
 DCP_MAX_FILE = "vllm/config/dcp.py"
 DCP_MAX = '''

@@ -4,9 +4,9 @@ from pathlib import Path
 from typing import Optional
 
 from fixture_tree import tree_files, write_tree
-from kb.build import BuildOptions, BuildReport, build_site
-from kb.scan import scan
-from kb.source import from_dir
+from kb.site.build import BuildOptions, BuildReport, build_site
+from kb.scan.scanner import scan
+from kb.scan.source import from_dir
 
 EVIL = '''
 def evil(x):

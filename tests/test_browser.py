@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.serve import make_server
+from kb.site.serve import make_server
 from sitehelpers import build_fixture
 
 CHROMIUM = "/usr/bin/chromium"
@@ -136,7 +136,7 @@ def test_checker_verdict_follows_typed_values(curated_url: str, browser) -> None
 
 
 def test_page_and_python_evaluators_agree(curated_url: str, browser) -> None:
-    from kb.evaluate import evaluate, to_tree
+    from kb.checks.evaluate import evaluate, to_tree
 
     page = browser.new_page()
     page.goto(f"{curated_url}/errors/{DCP}/")
@@ -159,7 +159,7 @@ def test_site_lookup_and_kb_explain_agree(base_url: str, browser, tmp_path: Path
     import json
     import urllib.request
 
-    from kb.explain import Matcher, explain
+    from kb.explain.match import Matcher, explain
 
     index = json.loads(urllib.request.urlopen(base_url + "/api/match-index.json").read())
     matcher = Matcher(index)

@@ -6,8 +6,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb.build import BuildOptions, build_site
-from kb.linkcheck import broken_links
+from kb.site.build import BuildOptions, build_site
+from kb.site.linkcheck import broken_links
 from sitehelpers import build_fixture, fixture_scan
 
 DCP = "d97d5d8528e2b364"
@@ -151,7 +151,7 @@ def test_warm_rebuild_rewrites_nothing(tmp_path: Path) -> None:
 def test_failed_build_leaves_previous_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out, _ = build_fixture(tmp_path)
     before = files_of(out)
-    import kb.build as build_module
+    import kb.site.build as build_module
 
     def boom(*a, **k):
         raise RuntimeError("template exploded")

@@ -10,8 +10,8 @@ import pytest
 from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
 from fixture_tree import tree_files, write_tree
 from kb.cli import main
-from kb.launch import command_words, parse_launch
-from kb.lint import lint
+from kb.checks.launch import command_words, parse_launch
+from kb.records.lint import lint
 from sitehelpers import EVIL
 
 
@@ -99,8 +99,8 @@ def test_launch_parsing() -> None:
 
 
 def test_lint_runs_cases_against_the_guard_and_the_example_fixes(tree: Path, entries: Path, tmp_path: Path) -> None:
-    from kb.scan import scan
-    from kb.source import from_dir
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
 
     with from_dir(tree, include_vendored=False) as t:
         result = scan(t, jobs=1)
@@ -120,8 +120,8 @@ def test_lint_runs_cases_against_the_guard_and_the_example_fixes(tree: Path, ent
 
 
 def test_unbound_guard_needs_a_binding_or_manual(tree: Path, entries: Path) -> None:
-    from kb.scan import scan
-    from kb.source import from_dir
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
 
     with from_dir(tree, include_vendored=False) as t:
         result = scan(t, jobs=1)
@@ -146,7 +146,7 @@ def test_kb_new_writes_a_prefilled_skeleton(capsys, tree: Path, tmp_path: Path) 
     assert main(["new", DCP_ID, "--source", str(tree), "--errors", str(folder)]) == 1
     assert "already exists: edit it instead" in capsys.readouterr().err
     # the skeleton loads, and lint points at every TODO
-    from kb.entries import load_entries
+    from kb.entries.load import load_entries
 
     found = [p.message for p in load_entries(folder).problems]
     assert found and all(m.startswith("unfinished: TODO left in") for m in found)

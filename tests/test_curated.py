@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kb.entries import load_entries
+from kb.entries.load import load_entries
 from kb.paths import data_dir
 
 GITHUB = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/[0-9]+$")

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
-from kb.entries import load_entries
-from kb.merge import merge
+from kb.entries.load import load_entries
+from kb.records.merge import merge
 from sitehelpers import fixture_scan
 
 GOOD = f'''

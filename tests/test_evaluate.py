@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kb.evaluate import ExprError, MissingInput, evaluate, names_of, readable, to_tree
+from kb.checks.evaluate import ExprError, MissingInput, evaluate, names_of, readable, to_tree
 
 
 @pytest.mark.parametrize("expr, env, value", [

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb.cli import main
-from kb.explain import Matcher, explain, records, unwrap
-from kb.matchindex import match_index
-from kb.merge import build_records
+from kb.explain.match import Matcher, explain, records, unwrap
+from kb.explain.index import match_index
+from kb.records.merge import build_records
 from sitehelpers import fixture_scan
 
 DCP = "d97d5d8528e2b364"

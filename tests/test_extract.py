@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from conftest import scan_code
-from kb.extract import extract
+from kb.scan.extract import extract
 
 
 def one(src: str):

@@ -10,8 +10,8 @@ import pytest
 from conftest import make_git_repo
 from entryhelpers import MEANING, write_entries
 from kb.cli import main
-from kb.ids import error_id
-from kb.linkcheck import broken_links
+from kb.scan.ids import error_id
+from kb.site.linkcheck import broken_links
 
 A1 = '''
 def f(x):

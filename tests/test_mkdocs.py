@@ -89,7 +89,7 @@ def test_bad_options_and_entries_are_plugin_errors(tmp_path: Path) -> None:
 
 
 def test_scanned_text_is_escaped_in_pages_titles_and_nav(tmp_path: Path) -> None:
-    from kb.ids import error_id
+    from kb.scan.ids import error_id
     from sitehelpers import EVIL
 
     config = site(tmp_path, include="all")

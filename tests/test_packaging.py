@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import site
 import subprocess
 import sys
 import venv
@@ -41,8 +42,13 @@ def test_wheel_carries_templates_and_curated_entries(wheel: Path) -> None:
 
 def test_installed_kb_builds_from_another_folder(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # kb's dependencies come from the environment running the tests (a venv or not): its
+    # site-packages go after the new venv's own, so the wheel installed below is found first.
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    Path(own, "outer-site.pth").write_text("".join(p + "\n" for p in site.getsitepackages()))
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed", "-q", str(wheel)]
                    if _pip_has_python_option() else [str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "-q", str(wheel)],
                    check=True, capture_output=True)

@@ -8,9 +8,9 @@ import tokenize
 
 import pytest
 
-from kb.api import scan_release
+from kb.jobs import scan_release
 from kb.paths import cache_dir
-from kb.source import SourceSpec, download_wheel, from_wheel
+from kb.scan.source import SourceSpec, download_wheel, from_wheel
 
 pytestmark = pytest.mark.release
 
@@ -79,7 +79,7 @@ def test_dcp_site_0_28() -> None:
 
 @pytest.fixture(scope="module")
 def site_0_33(scan_0_33, tmp_path_factory):
-    from kb.build import BuildOptions, build_site
+    from kb.site.build import BuildOptions, build_site
 
     out = tmp_path_factory.mktemp("real") / "site"
     report = build_site(scan_0_33, BuildOptions(out))
@@ -92,7 +92,7 @@ def test_real_site_pages_records_and_links(site_0_33, scan_0_33) -> None:
 
     import jsonschema
 
-    from kb.linkcheck import broken_links
+    from kb.site.linkcheck import broken_links
 
     site, report = site_0_33
     ids = {s.id for s in scan_0_33.sites}
@@ -123,7 +123,7 @@ def test_real_dcp_page_has_every_reference_section(site_0_33) -> None:
 
 
 def test_shipped_entries_lint_clean_on_the_pinned_release(scan_0_33) -> None:
-    from kb.lint import lint
+    from kb.records.lint import lint
     from kb.paths import data_dir
 
     report = lint(scan_0_33, data_dir("errors"))
@@ -133,10 +133,10 @@ def test_shipped_entries_lint_clean_on_the_pinned_release(scan_0_33) -> None:
 
 
 def test_kb_check_on_the_reference_page_before_and_after(scan_0_33) -> None:
-    from kb.check import predict
-    from kb.entries import load_entries
-    from kb.launch import parse_launch
-    from kb.merge import merge
+    from kb.checks.predict import predict
+    from kb.entries.load import load_entries
+    from kb.checks.launch import parse_launch
+    from kb.records.merge import merge
     from kb.paths import data_dir
 
     records = merge(scan_0_33, load_entries(data_dir("errors")).entries).records
@@ -154,9 +154,9 @@ def test_kb_check_on_the_reference_page_before_and_after(scan_0_33) -> None:
 
 
 def test_history_over_the_published_releases() -> None:
-    from kb.api import release_specs, scan_releases
-    from kb.history import build_history
-    from kb.settings import published_releases
+    from kb.jobs import release_specs, scan_releases
+    from kb.releases.history import build_history
+    from kb.releases.published import published_releases
 
     scans = scan_releases(release_specs(SourceSpec(), "all", None))
     assert [name for name, _ in scans] == published_releases()
@@ -168,8 +168,8 @@ def test_history_over_the_published_releases() -> None:
 
 
 def test_filled_templates_of_the_release_map_back() -> None:
-    from kb.api import match_index_for
-    from kb.explain import Matcher, load_index, round_trip
+    from kb.jobs import match_index_for
+    from kb.explain.match import Matcher, load_index, round_trip
 
     rt = round_trip(Matcher(load_index(match_index_for(SourceSpec(vllm_version="0.33.0")))))
     assert rt["other"] == 0 and rt["none"] == 0

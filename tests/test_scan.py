@@ -10,12 +10,12 @@ import pytest
 
 from fixture_tree import tree_files, write_tree
 from kb.errors import ScanError
-from kb.factcache import FactCache
-from kb.ids import error_id
+from kb.scan.factcache import FactCache
+from kb.scan.ids import error_id
 from kb.model import ClassFact
-from kb.scan import excerpt, resolve_exceptions, scan, source_lines
-from kb.scandoc import dumps
-from kb.source import from_dir
+from kb.scan.scanner import excerpt, resolve_exceptions, scan, source_lines
+from kb.scan.document import dumps
+from kb.scan.source import from_dir
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "kb/schemas/scan.schema.json").read_text())
 
@@ -116,7 +116,7 @@ def test_cache_skips_parsing_unchanged_files(tree: Path, tmp_path: Path, monkeyp
     with from_dir(tree, include_vendored=False) as t:
         first = scan(t, jobs=1, cache=cache)
     parsed: list[bytes] = []
-    scan_module = importlib.import_module("kb.scan")
+    scan_module = importlib.import_module("kb.scan.scanner")
     real = scan_module.extract
     monkeypatch.setattr(scan_module, "extract", lambda data: parsed.append(data) or real(data))
     (tree / "vllm/decoding.py").write_text((tree / "vllm/decoding.py").read_text() + "\n# edited\n")
@@ -134,7 +134,7 @@ def test_excerpts_know_when_they_start_inside_a_docstring(tmp_path: Path) -> Non
     with from_dir(tmp_path / "t", include_vendored=False) as t:
         (site,) = scan(t, jobs=1).sites
     assert site.excerpt.start == 16 and site.excerpt.open_string == '"""'
-    from kb.highlight import highlight_excerpts
+    from kb.site.highlight import highlight_excerpts
 
     html = highlight_excerpts([site.excerpt])
     assert html[16].startswith('<span class="sd">')  # lexed as the docstring it is, not as code

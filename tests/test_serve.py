@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kb.errors import KBError
-from kb.serve import make_server
+from kb.site.serve import make_server
 from sitehelpers import build_fixture
 
 DCP = "d97d5d8528e2b364"

@@ -10,8 +10,8 @@ from conftest import make_wheel
 from fixture_tree import tree_files, write_tree
 from kb.errors import SourceError
 from kb.paths import cache_dir
-from kb.scan import scan
-from kb.source import download_wheel, from_dir, from_git, from_wheel, version_info
+from kb.scan.scanner import scan
+from kb.scan.source import download_wheel, from_dir, from_git, from_wheel, version_info
 
 DCP = "d97d5d8528e2b364"
 
@@ -141,7 +141,7 @@ def test_version_info_reads_without_running() -> None:
 
 
 def test_a_warm_wheel_rescan_reads_only_files_with_sites(fixture_wheel: Path, tmp_path: Path) -> None:
-    from kb.factcache import FactCache
+    from kb.scan.factcache import FactCache
 
     cache = FactCache(tmp_path / "facts")
     with from_wheel(fixture_wheel, include_vendored=False) as t:

@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from kb.template import brace_format, percent_format, placeholders, template_of
+from kb.scan.messages import brace_format, percent_format, placeholders, template_of
 
 
 def tpl(expr: str, **bindings: str):

@@ -1,0 +1,371 @@
+"""errors/*.yaml -> curated entries, validated. Every problem carries `path:line`.
+
+The file format is the JSON Schema kb/schemas/entry.schema.json; the loader reports every
+problem of a file (unknown key, wrong type, missing field, bad id, raw HTML in markdown,
+check expressions outside the whitelist, duplicate ids across files) before giving up on it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+import jsonschema
+import yaml
+
+from kb.paths import SCHEMAS
+from kb.checks.evaluate import ExprError, names_of, parse
+from kb.entries.markdown import raw_html_in
+from kb.model import Located
+from kb.checks.vocab import INPUTS
+
+SCHEMA_PATH = SCHEMAS / "entry.schema.json"
+_MARKDOWN_FIELDS = ("meaning", "trigger")
+_MARKDOWN_LISTS = ("solutions", "prevention")
+
+
+@dataclass(frozen=True)
+class Situation:
+    text: str
+    references: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExampleFix:
+    language: str
+    before: str
+    after: str
+    model_config: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+
+    def as_text(self) -> str:
+        return f"# before\n{self.before.strip()}\n# after\n{self.after.strip()}\n"
+
+
+@dataclass(frozen=True)
+class Defensive:
+    strategy: str
+    title: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Case:
+    inputs: dict[str, Any]
+    raises: bool
+    line: int
+
+
+@dataclass(frozen=True)
+class Check:
+    inputs: tuple[str, ...]
+    raises_when: str
+    bindings: dict[str, Any]
+    cases: tuple[Case, ...]
+    source_check: str  # auto or manual
+    source_reason: Optional[str]
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": list(self.inputs), "raisesWhen": self.raises_when,
+                "sourceBindings": dict(sorted(self.bindings.items())), "sourceCheck": self.source_check,
+                "sourceReason": self.source_reason,
+                "cases": [{"inputs": c.inputs, "raises": c.raises} for c in self.cases]}
+
+
+@dataclass(frozen=True)
+class Verified:
+    release: str
+    guard: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    path: str  # errors/<slug>.yaml as given
+    meaning: str
+    message: Optional[str] = None
+    file: Optional[str] = None
+    solutions: tuple[str, ...] = ()
+    example_fix: Optional[ExampleFix] = None
+    defensive: Optional[Defensive] = None
+    prevention: tuple[str, ...] = ()
+    trigger: str = ""
+    common_situations: tuple[Situation, ...] = ()
+    related: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    check: Optional[Check] = None
+    no_check: Optional[str] = None
+    verified: Optional[Verified] = None
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "a.b.0" -> line
+
+    def line_of(self, *path: Any) -> int:
+        key = ".".join(str(p) for p in path)
+        while key and key not in self.lines:
+            key = key.rpartition(".")[0]
+        return self.lines.get(key, 1)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    entries: tuple[Entry, ...]
+    problems: tuple[Located, ...]
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def load_entries(folder: Path) -> Loaded:
+    """Every `*.yaml` of `folder`, sorted by name. Malformed files are left out and reported."""
+    entries: list[Entry] = []
+    problems: list[Located] = []
+    seen: dict[str, str] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        shown = _shown(path, folder)
+        entry, found = load_entry(path, shown)
+        problems.extend(found)
+        if entry is None:
+            continue
+        if entry.id in seen:
+            problems.append(Located(shown, entry.line_of("id"), f"duplicate id {entry.id}: also in {seen[entry.id]}"))
+            continue
+        seen[entry.id] = shown
+        entries.append(entry)
+    return Loaded(tuple(entries), tuple(problems))
+
+
+def _shown(path: Path, folder: Path) -> str:
+    return f"{folder.name}/{path.name}"
+
+
+def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return None, [Located(shown, 1, f"cannot read: {e}")]
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        return None, [Located(shown, (mark.line + 1) if mark else 1, f"not valid YAML: {getattr(e, 'problem', e)}")]
+    if node is None:
+        return None, [Located(shown, 1, "empty file")]
+    lines: dict[str, int] = {}
+    try:
+        data = _value(node, "", lines)
+    except _DuplicateKey as e:
+        return None, [Located(shown, e.line, f"duplicate key {e.key!r}")]
+    problems = _schema_problems(data, lines, shown)
+    if problems:
+        return None, problems
+    problems = _content_problems(data, lines, shown)
+    if problems:
+        return None, problems
+    return _entry(data, lines, shown), []
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, line: int) -> None:
+        self.key, self.line = key, line
+
+
+def _value(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
+    """A YAML node as plain data, recording the line of every key and item."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in out:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            child = f"{path}.{key}" if path else key
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _value(value_node, child, lines)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_value(item, f"{path}.{i}" if path else str(i), lines) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def _schema_problems(data: Any, lines: dict[str, int], shown: str) -> list[Located]:
+    out = []
+    for error in sorted(_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        where = ".".join(str(p) for p in error.absolute_path)
+        out.append(Located(shown, _line(lines, where, error), _describe(error, where)))
+    return sorted(out, key=lambda p: (p.line, p.message))
+
+
+def _line(lines: dict[str, int], where: str, error: jsonschema.ValidationError) -> int:
+    if error.validator == "additionalProperties":
+        for key in _extra_keys(error):
+            key_path = f"{where}.{key}" if where else key
+            if key_path in lines:
+                return lines[key_path]
+    key = where
+    while key and key not in lines:
+        key = key.rpartition(".")[0]
+    return lines.get(key, 1)
+
+
+def _extra_keys(error: jsonschema.ValidationError) -> list[str]:
+    allowed = set(error.schema.get("properties", {}))
+    return sorted(k for k in error.instance if k not in allowed) if isinstance(error.instance, dict) else []
+
+
+def _describe(error: jsonschema.ValidationError, where: str) -> str:
+    field_name = where or "the entry"
+    v = error.validator
+    if v == "additionalProperties":
+        keys = _extra_keys(error)
+        return f"unknown key {', '.join(repr(k) for k in keys)}" + (f" in {where}" if where else "")
+    if v == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing field {missing!r}" + (f" in {where}" if where else "")
+    if v == "type":
+        expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
+        return f"{field_name} must be {_a(expected)} (got {_kind(error.instance)})"
+    if v == "pattern" and where == "id":
+        return f"id must be 16 lowercase hex characters (got {error.instance!r})"
+    if v == "pattern" and "references" in where:
+        return f"{field_name} must be a GitHub issue or PR URL (https://github.com/OWNER/REPO/issues/N or /pull/N), got {error.instance!r}"
+    if v == "pattern":
+        return f"{field_name} does not match {error.validator_value!r} (got {error.instance!r})"
+    if v == "enum":
+        return f"{field_name} must be one of {', '.join(map(str, error.validator_value))} (got {error.instance!r})"
+    if v in ("minLength", "minItems"):
+        return f"{field_name} is empty or too short"
+    return f"{field_name}: {error.message}"
+
+
+def _a(kind: str) -> str:
+    names = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+             "number": "a number", "boolean": "true or false", "null": "null"}
+    return names.get(kind, kind)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -> list[Located]:
+    """What the schema cannot say: raw HTML in markdown, check expressions, input names."""
+    out: list[Located] = []
+
+    def at(path: str) -> int:
+        key = path
+        while key and key not in lines:
+            key = key.rpartition(".")[0]
+        return lines.get(key, 1)
+
+    texts = [(f, data.get(f)) for f in _MARKDOWN_FIELDS] + [
+        (f"{f}.{i}", t) for f in _MARKDOWN_LISTS for i, t in enumerate(data.get(f, []))] + [
+        (f"common_situations.{i}.text", c.get("text")) for i, c in enumerate(data.get("common_situations", []))]
+    for where, text in texts:
+        if isinstance(text, str):
+            for tag in raw_html_in(text):
+                out.append(Located(shown, at(where), f"raw HTML in markdown ({where}): {tag} (use backticks or plain text)"))
+    for where, text in _strings(data, ""):
+        if "TODO" in text:
+            out.append(Located(shown, at(where), f"unfinished: TODO left in {where}"))
+    check = data.get("check")
+    if check is not None and data.get("no_check") is not None:
+        out.append(Located(shown, at("no_check"), "an entry has either a check or no_check, not both"))
+    if check is not None:
+        out.extend(_check_problems(check, at, shown))
+    references = set(data.get("references", []))
+    for i, situation in enumerate(data.get("common_situations", [])):
+        for j, ref in enumerate(situation.get("references", [])):
+            if ref not in references:
+                out.append(Located(shown, at(f"common_situations.{i}.references.{j}"),
+                                   f"{ref} is cited by a situation but missing from references"))
+    return out
+
+
+def _strings(value: Any, path: str):
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{path}.{k}" if path else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{path}.{i}" if path else str(i))
+
+
+def _check_problems(check: dict[str, Any], at: Any, shown: str) -> list[Located]:
+    out: list[Located] = []
+    declared = list(check["inputs"])
+    for i, name in enumerate(declared):
+        if name not in INPUTS:
+            out.append(Located(shown, at(f"check.inputs.{i}"), f"unknown input {name!r}: not in the vocabulary (kb/vocab.py)"))
+    try:
+        used = names_of(parse(check["raises_when"]))
+        for name in used:
+            if name not in declared:
+                out.append(Located(shown, at("check.raises_when"), f"raises_when reads {name!r}, which is not in inputs"))
+    except ExprError as e:
+        out.append(Located(shown, at("check.raises_when"), f"raises_when: {e.message}"))
+    for key, value in check.get("source_bindings", {}).items():
+        if isinstance(value, str):
+            try:
+                for name in names_of(parse(value)):
+                    if name not in declared:
+                        out.append(Located(shown, at(f"check.source_bindings.{key}"),
+                                           f"binding of {key!r} reads {name!r}, which is not in inputs"))
+            except ExprError as e:
+                out.append(Located(shown, at(f"check.source_bindings.{key}"), f"binding of {key!r}: {e.message}"))
+    if check.get("source_check") == "manual" and not check.get("source_reason"):
+        out.append(Located(shown, at("check.source_check"), "source_check: manual needs a source_reason"))
+    for i, case in enumerate(check["cases"]):
+        for name in case["inputs"]:
+            if name not in declared:
+                out.append(Located(shown, at(f"check.cases.{i}.inputs.{name}"), f"case input {name!r} is not in inputs"))
+    if check["cases"] and not ({c["raises"] for c in check["cases"]} >= {True, False}):
+        out.append(Located(shown, at("check.cases"), "cases need at least one that raises and one that does not"))
+    return out
+
+
+def _entry(data: dict[str, Any], lines: dict[str, int], shown: str) -> Entry:
+    fix = data.get("example_fix")
+    defensive = data.get("defensive")
+    check = data.get("check")
+    verified = data.get("verified")
+    return Entry(
+        id=data["id"],
+        path=shown,
+        meaning=data["meaning"],
+        message=data.get("message"),
+        file=data.get("file"),
+        solutions=tuple(data.get("solutions", [])),
+        example_fix=ExampleFix(fix["language"], fix["before"], fix["after"], fix.get("model_config", {}),
+                               fix.get("hardware", {})) if fix else None,
+        defensive=Defensive(defensive["strategy"], defensive["title"], defensive["code"]) if defensive else None,
+        prevention=tuple(data.get("prevention", [])),
+        trigger=data.get("trigger", ""),
+        common_situations=tuple(Situation(c["text"], tuple(c.get("references", [])))
+                                for c in data.get("common_situations", [])),
+        related=tuple(data.get("related", [])),
+        references=tuple(data.get("references", [])),
+        check=Check(
+            tuple(check["inputs"]), check["raises_when"], dict(check.get("source_bindings", {})),
+            tuple(Case(c["inputs"], c["raises"], lines.get(f"check.cases.{i}", 1)) for i, c in enumerate(check["cases"])),
+            check.get("source_check", "auto"), check.get("source_reason"), lines.get("check", 1),
+        ) if check else None,
+        no_check=data.get("no_check"),
+        verified=Verified(str(verified["release"]), verified["guard"]) if verified else None,
+        lines=lines,
+    )

@@ -1,0 +1,55 @@
+"""The compiled match index: every template split into literal parts, for the site's
+paste-your-error search and for `kb explain`. One index, written by the build
+(`/api/match-index.json`), read by both, so they cannot disagree."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from kb.model import Record
+from kb.records.present import template_parts
+
+MATCH_FORMAT = "kb-match/1"
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Runs of white space become one space (messages are wrapped, logs re-indent them)."""
+    return _SPACE.sub(" ", text)
+
+
+def literal_parts(template: str) -> tuple[list[str], list[str]]:
+    parts, names = template_parts(template)
+    parts = [normalize(p) for p in parts]
+    if parts:
+        parts[0] = parts[0].lstrip()
+        parts[-1] = parts[-1].rstrip()
+    return parts, names
+
+
+def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
+    entries = []
+    for r in records:
+        if r.removed_since is not None:
+            continue
+        parts, names = literal_parts(r.template)
+        entry: dict[str, Any] = {
+            "id": r.id,
+            "title": r.title,
+            "cls": r.exception_class,
+            "file": r.file,
+            "line": r.line,
+            "func": r.sites[0].fact.qualname,
+            "curated": r.curated,
+            "parts": parts,
+            "names": names,
+            "literal": sum(len(p) for p in parts),
+        }
+        e = r.entry
+        if e is not None:
+            entry["meaning"] = normalize(e.meaning)[:400]
+            entry["solution"] = e.solutions[0] if e.solutions else ""
+            entry["text"] = normalize(" ".join([e.meaning, *e.solutions])).lower()
+        entries.append(entry)
+    return {"format": MATCH_FORMAT, "release": release, "entries": entries}

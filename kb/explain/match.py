@@ -1,0 +1,368 @@
+"""A pasted error message, traceback or whole log -> the vLLM errors it contains.
+
+Matching runs over the compiled match index (the same one the site's search reads):
+each template's literal parts with placeholders between them. A message is first unwrapped
+from what users paste around it (log prefixes, ANSI colours, `ValueError: `, pydantic's
+`ValidationError ... Value error, <message> [type=value_error ...]`), then matched:
+exactly (the whole message), contained in a longer text, or cut off at the end. Candidates
+are found through rare words of each template, so a 10 MB log takes seconds. When nothing
+matches, the closest templates are offered with a similarity score, never as an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from kb.errors import KBError
+from kb.explain.index import MATCH_FORMAT, normalize
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+                        r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?")
+PYDANTIC = re.compile(r"Value error, (.*?)(?: \[type=value_error\b.*)?$")
+EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
+_STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|During handling|The above exception)")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+MIN_SIMILARITY = 0.2  # below this a suggestion is noise
+MIN_LITERAL = 8  # templates with less literal text ("TP {x}") only match a whole message, never inside a text
+
+
+@dataclass(frozen=True)
+class Match:
+    entry: dict[str, Any]
+    kind: str  # exact, contained, truncated, similar
+    score: float  # literal characters matched (similarity for `similar`)
+    values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def id(self) -> str:
+        return str(self.entry["id"])
+
+
+@dataclass(frozen=True)
+class Found:
+    line: int  # 1-based line of the input where the message starts
+    message: str  # the unwrapped, normalised message
+    best: Match
+    others: tuple[Match, ...] = ()  # less specific templates that match too
+    count: int = 1  # occurrences of the same error with the same values
+
+
+@dataclass(frozen=True)
+class Explanation:
+    found: tuple[Found, ...]
+    suggestions: tuple[Match, ...] = ()  # when nothing matched: the closest templates
+
+
+class _Compiled:
+    """One template; its regexes are compiled on first use (most are never candidates)."""
+
+    __slots__ = ("entry", "_exact", "_inside", "words", "anchors", "longest")
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.entry = entry
+        self._exact: Optional[re.Pattern[str]] = None
+        self._inside: Optional[re.Pattern[str]] = None
+        self.longest = max(entry["parts"], key=len)
+        self.words = set(_WORD.findall(" ".join(entry["parts"])))
+        self.anchors = _anchor_words(entry["parts"])
+
+    @property
+    def exact(self) -> re.Pattern[str]:
+        if self._exact is None:
+            self._exact = re.compile("^" + "(.+?)".join(re.escape(p) for p in self.entry["parts"]) + "$")
+        return self._exact
+
+    @property
+    def inside(self) -> re.Pattern[str]:
+        if self._inside is None:
+            self._inside = re.compile("(.+?)".join(re.escape(p) for p in self.entry["parts"]))
+        return self._inside
+
+
+@dataclass
+class Matcher:
+    """The index, ready to match: regexes compiled once, a rare word of each template indexed."""
+
+    index: dict[str, Any]
+    compiled: list[_Compiled] = field(default_factory=list)
+    by_word: dict[str, list[_Compiled]] = field(default_factory=dict)
+    word_sets: list[tuple[set[str], _Compiled]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.index.get("format") != MATCH_FORMAT:
+            raise KBError(f"not a match index ({MATCH_FORMAT})")
+        frequency: dict[str, int] = {}
+        usable = [e for e in self.index["entries"] if e["literal"] > 0]  # "{e}" alone matches anything: never
+        for e in usable:
+            c = _Compiled(e)
+            self.compiled.append(c)
+            for w in c.words:
+                frequency[w] = frequency.get(w, 0) + 1
+        for c in self.compiled:
+            if c.anchors:
+                rare = min(c.anchors, key=lambda w: (frequency[w], -len(w), w))
+                self.by_word.setdefault(rare, []).append(c)
+            else:
+                self.by_word.setdefault("", []).append(c)  # no word: tried on every message
+            self.word_sets.append(({w.lower() for w in c.words}, c))
+
+    def candidates(self, text: str) -> list[_Compiled]:
+        seen: dict[int, _Compiled] = {}
+        for w in set(_WORD.findall(text)) | {""}:
+            for c in self.by_word.get(w, ()):
+                seen[id(c)] = c
+        return [c for c in seen.values() if c.longest in text]
+
+    def match(self, record: str) -> list[Match]:
+        """Every template found in one normalised record, most specific first."""
+        message = unwrap(record)
+        out: list[Match] = []
+        for c in self.candidates(record):
+            m = c.exact.match(message)
+            kind = "exact"
+            if m is None and c.entry["literal"] >= MIN_LITERAL:
+                m = c.inside.search(record)
+                kind = "contained"
+            if m is None:
+                continue
+            out.append(Match(c.entry, kind, c.entry["literal"], _values(c.entry, m)))
+        return _rank(out)
+
+    def truncated(self, message: str) -> list[Match]:
+        """The message cut off at the end: it matches the start of a template (at least 24
+        literal characters of it). Templates that begin with a placeholder are not tried."""
+        out = []
+        for c in self.compiled:
+            parts = c.entry["parts"]
+            first = parts[0]
+            if not first or c.entry["literal"] < MIN_LITERAL:
+                continue
+            if first.startswith(message):  # cut inside the first literal part
+                if len(message) >= 24:
+                    out.append(Match(c.entry, "truncated", len(message)))
+                continue
+            if not message.startswith(first):
+                continue
+            for j in range(len(parts), 0, -1):  # the most literal parts that still match
+                head = "(.+?)".join(re.escape(p) for p in parts[:j])
+                m = re.match("^" + head + ("(.*)$" if j < len(parts) else "$"), message)
+                if m:
+                    groups = list(m.groups())
+                    matched = sum(len(p) for p in parts[:j])
+                    if j < len(parts):  # the last group is a value and the start of the next literal part
+                        cut = _overlap(groups[-1], parts[j])
+                        groups[-1] = groups[-1][: len(groups[-1]) - cut]
+                        matched += cut
+                    if matched >= min(24, c.entry["literal"]):
+                        values = tuple((n, v.strip()) for n, v in zip(c.entry["names"], groups) if v.strip())
+                        out.append(Match(c.entry, "truncated", matched, values))
+                    break
+        return _rank(out)[:5]
+
+    def similar(self, message: str, limit: int = 5) -> list[Match]:
+        words = {w.lower() for w in _WORD.findall(message)}
+        if not words:
+            return []
+        scored = []
+        for template_words, c in self.word_sets:
+            if template_words and c.entry["literal"] >= MIN_LITERAL:
+                overlap = len(words & template_words) / len(words | template_words)
+                if overlap >= MIN_SIMILARITY:
+                    scored.append(Match(c.entry, "similar", round(overlap, 3)))
+        return sorted(scored, key=lambda m: (-m.score, m.id))[:limit]
+
+
+def _anchor_words(parts: list[str]) -> set[str]:
+    """Words of the literal parts that stay whole words in any filled message: not the ones
+    touching a placeholder (`uint8{dtype}` becomes `uint8bfloat16`)."""
+    out: set[str] = set()
+    for i, part in enumerate(parts):
+        matches = list(_WORD.finditer(part))
+        for m in matches:
+            glued_left = i > 0 and m.start() == 0
+            glued_right = i < len(parts) - 1 and m.end() == len(part)
+            if not glued_left and not glued_right:
+                out.add(m.group())
+    return out
+
+
+def _overlap(tail: str, literal: str) -> int:
+    """How many characters at the end of `tail` begin `literal` (a message cut inside it)."""
+    for k in range(min(len(tail) - 1, len(literal)), 0, -1):
+        if tail.endswith(literal[:k]):
+            return k
+    return 0
+
+
+def _values(entry: dict[str, Any], m: re.Match[str]) -> tuple[tuple[str, str], ...]:
+    return tuple(zip(entry["names"], (g.strip() for g in m.groups())))
+
+
+_KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "similar": 3}
+
+
+def _rank(matches: list[Match]) -> list[Match]:
+    return sorted(matches, key=lambda m: (_KIND_ORDER[m.kind], -m.score, m.id))
+
+
+def unwrap(record: str) -> str:
+    """The message inside what users paste around it."""
+    m = PYDANTIC.search(record)
+    if m:
+        record = m.group(1)
+    record = EXCEPTION.sub("", record.strip(), count=1)
+    return record.strip()
+
+
+def records(text: str) -> list[tuple[int, str]]:
+    """Split a paste or a log into messages: a log line, a traceback line or an exception
+    line starts a new one; other lines continue it (messages with newlines in their values)."""
+    text = ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    out: list[tuple[int, list[str]]] = []
+    fresh = True  # the next line starts a message (after a blank line, or at the start)
+    for n, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            fresh = True
+            continue
+        line, had_prefix = LOG_PREFIX.subn("", raw, count=1)
+        if fresh or had_prefix or _STARTS.match(raw) or EXCEPTION.match(line.strip()):
+            out.append((n, [line]))
+        else:
+            out[-1][1].append(line)
+        fresh = False
+    return [(n, normalize(" ".join(lines)).strip()) for n, lines in out if "".join(lines).strip()]
+
+
+def explain(text: str, matcher: Matcher) -> Explanation:
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
+    order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    for line, record in records(text):
+        matches = matcher.match(record)
+        if not matches:
+            continue
+        best = matches[0]
+        key = (best.id, best.values)
+        if key in found:
+            f = found[key]
+            found[key] = Found(f.line, f.message, f.best, f.others, f.count + 1)
+            continue
+        found[key] = Found(line, unwrap(record), best, tuple(matches[1:]))
+        order.append(key)
+    if found:
+        return Explanation(tuple(found[k] for k in order))
+    # Nothing matched whole: a message cut off at the end, else the closest templates.
+    candidates = [unwrap(r) for _, r in records(text)]
+    message = max(candidates, key=len) if candidates else ""
+    cut = matcher.truncated(message)
+    if cut:
+        return Explanation((Found(1, message, cut[0], tuple(cut[1:])),))
+    return Explanation((), tuple(matcher.similar(message)))
+
+
+def load_index(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KBError("no match index there (build the site first, or leave out --site/--index)", str(path)) from None
+    except (OSError, ValueError) as e:
+        raise KBError(f"not a readable match index: {e}", str(path)) from None
+
+
+def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
+    def match(m: Match) -> dict[str, Any]:
+        e = m.entry
+        return {"id": e["id"], "class": e["cls"], "file": e["file"], "line": e["line"], "function": e["func"],
+                "kind": m.kind, "score": m.score, "values": dict(m.values), "title": e["title"],
+                "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
+                "url": _url(e["id"], site_url)}
+
+    data = {"found": [{"line": f.line, "message": f.message, "count": f.count, "match": match(f.best),
+                       "others": [match(o) for o in f.others]} for f in ex.found],
+            "suggestions": [match(s) for s in ex.suggestions]}
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _url(ident: str, site_url: Optional[str]) -> str:
+    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
+
+
+def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
+    lines: list[str] = []
+    if not ex.found:
+        lines.append("No known vLLM error matches this text.")
+        if ex.suggestions:
+            lines += ["", "Closest templates (similarity of their words, not a match):"]
+            for s in ex.suggestions:
+                lines.append(f"  {s.score:.2f}  {s.id}  {s.entry['title']}  ({s.entry['file']}:{s.entry['line']})")
+        return "\n".join(lines) + "\n"
+    n = len(ex.found)
+    lines.append(f"Found {n} vLLM error{'s' if n > 1 else ''}:")
+    for f in ex.found:
+        e, m = f.best.entry, f.best
+        lines += ["", f"{e['id']}  {e['cls']}  {e['file']}:{e['line']}  ({e['func']})"]
+        how = {"exact": "", "contained": " (found inside a longer text)", "truncated": " (the message is cut off; "
+               "matched its start)"}[m.kind]
+        seen = f", seen {f.count} times" if f.count > 1 else ""
+        lines.append(f"  at line {f.line} of the input{seen}{how}: {e['title']}")
+        for name, value in m.values:
+            lines.append(f"    {name} = {value}")
+        if e.get("meaning"):
+            lines.append(f"  What it means: {e['meaning']}")
+        if e.get("solution"):
+            lines.append(f"  First fix: {e['solution']}")
+        lines.append(f"  {_url(e['id'], site_url)}")
+        same = [o for o in f.others if o.entry["parts"] == e["parts"]]
+        rest = [o for o in f.others if o.entry["parts"] != e["parts"]]
+        if same:
+            lines.append("  The same message is raised at: " + ", ".join(
+                f"{o.entry['file']}:{o.entry['line']} ({o.id})" for o in same))
+        if rest:
+            lines.append("  Less specific templates that match too: " + ", ".join(
+                f"{o.id} ({o.entry['title'][:60]})" for o in rest[:5]))
+    return "\n".join(lines) + "\n"
+
+
+# --- measuring the matcher on a whole release -----------------------------------------------------
+SAMPLES = ["7", "bfloat16", "Qwen/Qwen3-8B", "a b c", "3.5", "None"]
+
+
+def fill(entry: dict[str, Any], rng: random.Random) -> str:
+    parts = entry["parts"]
+    return parts[0] + "".join(rng.choice(SAMPLES) + p for p in parts[1:])
+
+
+def round_trip(matcher: Matcher) -> dict[str, Any]:
+    """Fill every template; it maps back when its own id is the best match, or shares the best
+    rank with ids whose template is the same text (one message raised in several files)."""
+    index = matcher.index
+    rng = random.Random(0)
+    usable = [e for e in index["entries"] if e["literal"] > 0]
+    own = same_text = other = none = 0
+    misses: list[str] = []
+    for e in usable:
+        ex = explain("ValueError: " + fill(e, rng), matcher)
+        if not ex.found:
+            none += 1
+            misses.append(f"no match: {e['id']} {e['parts']}")
+            continue
+        f = ex.found[0]
+        tied = [f.best] + [o for o in f.others if (o.kind, o.score) == (f.best.kind, f.best.score)]
+        if f.best.id == e["id"]:
+            own += 1
+        elif any(m.id == e["id"] for m in tied) and all(m.entry["parts"] == e["parts"] for m in tied):
+            same_text += 1
+        else:
+            other += 1
+            misses.append(f"{e['id']} -> {f.best.id}: {e['parts']} vs {f.best.entry['parts']}")
+    return {"templates": len(index["entries"]), "usable": len(usable), "own": own, "same_text": same_text,
+            "other": other, "none": none, "misses": misses}
+
+
+
+__all__: Sequence[str] = ["Explanation", "Found", "Match", "Matcher", "explain", "records", "unwrap"]

@@ -1,0 +1,161 @@
+"""Records -> Markdown pages for MkDocs Material (the same content as the standalone site).
+
+Pure functions. Everything from vLLM's source goes into code blocks or is escaped; curated
+prose is markdown already (checked by the loader: no raw HTML).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Optional, Sequence
+
+from kb.site.api import SiteInfo, facts_sentence
+from kb.checks.evaluate import readable
+from kb.model import Record
+from kb.records.present import github_url, trigger_text
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
+
+
+def md_text(text: str) -> str:
+    """Plain text safe in markdown: HTML escaped, markdown punctuation backslashed."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) not in "<>&" else html.escape(m.group(1)), text)
+
+
+def code(text: str) -> str:
+    """An inline code span that survives backticks in the text."""
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fence(text: str, lang: str = "", options: str = "") -> str:
+    ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    head = f"{ticks}{lang}{(' ' + options) if options else ''}"
+    return f"{head}\n{text.rstrip()}\n{ticks}"
+
+
+def indent(text: str, by: str = "    ") -> str:
+    return "\n".join(by + line if line.strip() else "" for line in text.splitlines())
+
+
+def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bool, api_prefix: str) -> str:
+    """One error page. `pages`: id -> title of the errors that have a page in this build."""
+    e = r.entry
+    # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
+    out: list[str] = [f"---\ntitle: {json.dumps(html.escape(r.title))}\n---", "", f"# {md_text(r.title)}", "",
+                      f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
+                      + (" · curated" if e else " · from source only"), ""]
+    if r.removed_since:
+        out += [f'!!! warning "No longer raised since vLLM {r.removed_since}"', "",
+                "    This page shows the error as it was in the last release that raised it.", ""]
+    if r.stale:
+        out += [f'!!! warning "May be out of date since {md_text(info.label)}"', ""]
+        out += [indent("\n".join(f"- {md_text(why)}" for why in r.stale)), ""]
+    out += ["## Error message", "", fence(r.template or "(raised without a message)", "text"), ""]
+    if r.sites[0].pydantic_wrapped:
+        out += ['!!! note "Wrapped by pydantic"', "",
+                indent("Raised while pydantic validates a config, so it reaches you as "
+                       "`pydantic_core._pydantic_core.ValidationError: ... Value error, <message> [type=value_error, ...]`."),
+                ""]
+    out += ["## What it means", ""]
+    if e is not None:
+        out += [e.meaning.strip(), ""]
+    else:
+        out += [md_text(facts_sentence(r)), "",
+                "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
+                ""]
+    out += ["## Source", ""]
+    for i, s in enumerate(r.sites):
+        ex = s.excerpt
+        hl = " ".join(str(n - ex.start + 1) for n in range(s.line, s.fact.end_line + 1))
+        url = github_url(r.ref or info.tree.ref, s.file, s.line)
+        out += [f"Thrown at {code(f'{s.file}:{s.line}')} in {code(s.fact.qualname)}", ""]
+        if i < 3:
+            out += [fence("\n".join(ex.lines), "python", f'linenums="{ex.start}" hl_lines="{hl}"'), ""]
+        out += [f"[View on GitHub (pinned to {md_text(r.ref or info.tree.ref)})]({url})", ""]
+    if e is not None and e.check is not None and checked:
+        out += ["## Check your configuration", "",
+                f"vLLM raises this error when {code(readable(e.check.raises_when))}. Check a launch before spending "
+                "GPU time:", "",
+                fence("kb check --model-config config.json -- vllm serve MODEL " +
+                      " ".join(f"--{i.replace('_', '-')} ..." for i in e.check.inputs[:3]), "shell"), ""]
+    out += ["## Solutions", ""]
+    out += ([f"{n}. {s}" for n, s in enumerate(e.solutions, start=1)] if e is not None and e.solutions
+            else ["*Not curated yet. The trigger below, taken from the source, tells which condition to change.*"])
+    out += ["", "## Example fix", ""]
+    if e is not None and e.example_fix is not None:
+        x = e.example_fix
+        facts = [f"{code(f'{k}: {v}')}" for k, v in {**x.model_config, **x.hardware}.items()]
+        if facts:
+            out += ["Assuming " + ", ".join(facts) + ".", ""]
+        lang = "shell" if x.language == "shell" else "python"
+        out += ['=== "Before"', "", indent(fence(x.before, lang)), "", '=== "After"', "", indent(fence(x.after, lang)), ""]
+        if checked:
+            out += ["✔ Checked: `kb check` predicts this error for “before” and no error at all for “after”.", ""]
+    else:
+        out += ["*Not curated yet.*", ""]
+    out += ["## Defensive patterns", ""]
+    if e is not None and e.defensive is not None:
+        out += [f"Strategy: **{e.defensive.strategy}**", "", f"### {md_text(e.defensive.title)}", "",
+                fence(e.defensive.code, "python"), ""]
+    else:
+        out += ["*Not curated yet.*", ""]
+    out += ["## Prevention", ""]
+    out += ([f"- {p}" for p in e.prevention] if e is not None and e.prevention else ["*Not curated yet.*"])
+    out += ["", "## When it happens", "", "### Trigger", ""]
+    if e is not None and e.trigger:
+        out += [e.trigger.strip(), "", "From the source:", ""]
+    for s in r.sites[:3]:
+        out += [trigger_text(s, markdown=True), ""]
+    out += ["### Common situations", ""]
+    if e is not None and e.common_situations:
+        for c in e.common_situations:
+            refs = " ".join(f"[{u.removeprefix('https://github.com/')}]({u})" for u in c.references)
+            out.append(f"- {c.text} {refs}".rstrip())
+    else:
+        out.append("*Not curated yet.*")
+    out += ["", "## Related errors", ""]
+    related = [o for o in r.related if o in pages]
+    out += [f"- [{md_text(pages[o])}]({o}.md)" for o in related] or ["None with a page here."]
+    if r.history:
+        out += ["", "## History", "", "| Release | Where |", "|---|---|"]
+        out += [f"| {a.release} | {code(a.file + ':' + ', '.join(map(str, a.lines)))} |" for a in r.history]
+    out += ["", "---", "",
+            f"Source facts from [vllm-project/vllm@{md_text(info.tree.ref)}](https://github.com/vllm-project/vllm/tree/"
+            f"{info.tree.ref}). Derived from the source: the message, the source excerpt, the trigger and the related "
+            "errors. " + ("Curated (checked by `kb lint`): what it means, solutions, example fix, defensive patterns, "
+                          "prevention, common situations." if e else "Curated: nothing yet."), "",
+            f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id}.json)", ""]
+    return "\n".join(out)
+
+
+def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, title: Optional[str] = None) -> str:
+    live = [r for r in records if r.removed_since is None]
+    curated = [r for r in live if r.curated]
+    out = [f"# {title or 'Error reference'}", "",
+           f"Every `ValueError` that {md_text(info.label)} can raise, from its source: **{len(curated)} of "
+           f"{len(live)} errors curated**, with explanations and fixes checked by `kb check`.", "", "## Curated errors", ""]
+    out += [f"- [{md_text(r.title)}]({r.id}.md)" for r in sorted(curated, key=lambda r: r.title.lower())] or ["None yet."]
+    if include == "all":
+        by_sub: dict[str, list[Record]] = {}
+        for r in live:
+            by_sub.setdefault(r.subsystem, []).append(r)
+        out += ["", "## All errors by subsystem", ""]
+        for name in sorted(by_sub):
+            out += ["", f"### {md_text(name)} ({len(by_sub[name])})", ""]
+            out += [f"- [{md_text(r.title)}]({r.id}.md) — {code(f'{r.file}:{r.line}')}" for r in by_sub[name]]
+    return "\n".join(out) + "\n"
+
+
+def nav_title(r: Record, limit: int = 60) -> str:
+    """The title for the navigation, HTML-escaped: themes print it as HTML."""
+    t = r.title
+    return html.escape(t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…")
+
+
+__all__ = ["error_markdown", "index_markdown", "md_text", "nav_title"]
+
+

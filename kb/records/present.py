@@ -1,0 +1,200 @@
+"""Facts about an error written out for people: title, slug, subsystem, trigger, related.
+
+Everything here is derived from the scan alone, never invented: an uncurated page is built
+only from these.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable, Optional
+
+from kb.scan.ids import is_id
+from kb.model import Site
+from kb.scan.messages import placeholders
+
+TITLE_MAX = 100
+_WORD = re.compile(r"[a-z0-9]+")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def title_of(template: str, site: Site) -> str:
+    """The message's first sentence, cut at a word boundary; a fact-based title when empty."""
+    text = " ".join(template.split())
+    if not text or not _PLACEHOLDER.sub("", text).strip(" .:,;()[]'\"`"):
+        return f"{site.exception_class} raised in {site.fact.qualname}"
+    first = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text, maxsplit=1)[0]
+    if len(first) <= TITLE_MAX:
+        return first
+    cut = first[: TITLE_MAX - 1]
+    if " " in cut[TITLE_MAX // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:-(") + "…"
+
+
+def slug_base(template: str, site: Site) -> str:
+    words = _WORD.findall(_PLACEHOLDER.sub(" ", template).lower())[:10]
+    if not words:
+        words = _WORD.findall(f"{site.exception_class} {site.fact.qualname}".lower().replace("_", " "))[:10]
+    slug = "-".join(words) or "error"
+    return slug + "-error" if is_id(slug) else slug
+
+
+def unique_slugs(items: list[tuple[str, str, str]]) -> dict[str, str]:
+    """(id, base slug, file) -> slug unique in the site, the same for the same inputs.
+
+    A base shared by several ids gets the file's stem, then the id's first 6 characters."""
+    by_base: dict[str, list[tuple[str, str]]] = {}
+    for ident, base, file in items:
+        by_base.setdefault(base, []).append((ident, file))
+    out: dict[str, str] = {}
+    for base, group in by_base.items():
+        if len(group) == 1:
+            out[group[0][0]] = base
+            continue
+        stems: dict[str, int] = {}
+        for _, file in group:
+            stem = _stem(file)
+            stems[stem] = stems.get(stem, 0) + 1
+        for ident, file in group:
+            stem = _stem(file)
+            out[ident] = f"{base}-{stem}" if stems[stem] == 1 else f"{base}-{stem}-{ident[:6]}"
+    uses = Counter(out.values())
+    for ident, slug in sorted(out.items()):
+        if uses[slug] > 1:  # a suffix met another base
+            out[ident] = f"{slug}-{ident[:6]}"
+    return out
+
+
+def _stem(file: str) -> str:
+    parts = file.removesuffix(".py").split("/")
+    name = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+    return "-".join(_WORD.findall(name.lower())) or "module"
+
+
+def subsystem_of(file: str) -> str:
+    """The top folder under vllm/ (config, v1, entrypoints, ...); `vllm` for top-level modules."""
+    parts = file.split("/")
+    return parts[1] if len(parts) > 2 else "vllm"
+
+
+def guard_names(site: Site) -> set[str]:
+    """Names the guard reads (not `self`), used to relate errors that test the same things."""
+    names: set[str] = set()
+    for term in site.fact.guard_terms:
+        names |= _term_names(term)
+    return names
+
+
+@lru_cache(maxsize=65536)
+def _term_names(term: str) -> frozenset[str]:
+    try:
+        tree = ast.parse(term, mode="eval")
+    except SyntaxError:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and node.id not in ("self", "cls", "None", "True", "False"):
+            names.add(node.id)
+    return frozenset(names)
+
+
+def trigger_facts(site: Site) -> dict[str, object]:
+    """The trigger written out from the guard: the innermost condition, what encloses it,
+    the local definitions it reads, and non-`if` contexts."""
+    terms = list(site.fact.guard_terms)
+    return {
+        "condition": terms[-1] if terms else "",
+        "inside": " and ".join(terms[:-1]),
+        "locals": [(d.name, d.source) for d in site.fact.locals],
+        "contexts": [c.source for c in site.fact.contexts],
+        "function": site.fact.qualname,
+    }
+
+
+def trigger_text(site: Site, markdown: bool = False) -> str:
+    """The trigger in plain sentences, built only from the source (`markdown` quotes code)."""
+    q = "`" if markdown else ""
+    t = trigger_facts(site)
+    if t["condition"]:
+        text = f"Raised in {q}{t['function']}{q} when {q}{t['condition']}{q}"
+        if t["inside"]:
+            text += f", inside: {q}{t['inside']}{q}"
+    else:
+        text = f"Raised whenever {q}{t['function']}{q} reaches this line (no enclosing condition in the function)"
+    contexts = t["contexts"]
+    if contexts:
+        text += "; within " + ", ".join(f"`{c}`" for c in contexts)  # type: ignore[union-attr]
+    text += "."
+    defs = t["locals"]
+    if defs:
+        text += " Where " + "; ".join(f"{q}{n} = {s}{q}" for n, s in defs) + "."  # type: ignore[union-attr]
+    return text
+
+
+def related_ids(sites_by_id: dict[str, list[Site]], limit: int = 10) -> dict[str, tuple[str, ...]]:
+    """Related errors: same function first, then same file, then shared guard variables."""
+    by_function: dict[tuple[str, str], list[str]] = {}
+    by_file: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}
+    names_of: dict[str, set[str]] = {}
+    for ident in sorted(sites_by_id):
+        sites = sites_by_id[ident]
+        file = sites[0].file
+        by_file.setdefault(file, []).append(ident)
+        for key in sorted({(s.file, s.fact.qualname) for s in sites}):
+            by_function.setdefault(key, []).append(ident)
+        names = set().union(*(guard_names(s) for s in sites)) - _COMMON_NAMES
+        names_of[ident] = names
+        for n in sorted(names):
+            by_name.setdefault(n, []).append(ident)
+    order = {i: (s[0].file, s[0].line, i) for i, s in sites_by_id.items()}
+    out: dict[str, tuple[str, ...]] = {}
+    for ident, sites in sites_by_id.items():
+        chosen: list[str] = []
+        by_line = lambda c: order[c]  # noqa: E731
+        for key in sorted({(s.file, s.fact.qualname) for s in sites}):
+            _add(chosen, ident, sorted(by_function.get(key, ()), key=by_line), limit)
+        _add(chosen, ident, sorted(by_file.get(sites[0].file, ()), key=by_line), limit)
+        shared: dict[str, int] = {}
+        for n in names_of[ident]:
+            group = by_name.get(n, ())
+            if len(group) <= 50:  # a name tested everywhere relates nothing
+                for other in group:
+                    shared[other] = shared.get(other, 0) + 1
+        _add(chosen, ident, sorted(shared, key=lambda o: (-shared[o], order[o])), limit)  # most shared names first
+        out[ident] = tuple(chosen)
+    return out
+
+
+def _add(chosen: list[str], ident: str, candidates: Iterable[str], limit: int) -> None:
+    for c in candidates:
+        if c != ident and c not in chosen and len(chosen) < limit:
+            chosen.append(c)
+
+
+_COMMON_NAMES = {"len", "isinstance", "hasattr", "getattr", "any", "all", "str", "int", "type", "kwargs", "args",
+                 "envs", "current_platform", "torch", "config"}
+
+
+def template_parts(template: str) -> tuple[list[str], list[str]]:
+    """Literal parts and placeholder names: parts[0] name[0] parts[1] ... parts[-1]."""
+    names = placeholders(template)
+    parts = _PLACEHOLDER.split(template)
+    return parts, names
+
+
+def message_pattern(template: str) -> str:
+    """A regex matching concrete messages (ErrLookup's `messagePattern`): placeholders -> (.+?)."""
+    parts, _ = template_parts(template)
+    return "^" + "(.+?)".join(re.escape(p) for p in parts) + "$"
+
+
+def github_url(ref: str, file: str, line: Optional[int] = None) -> str:
+    url = f"https://github.com/vllm-project/vllm/blob/{ref}/{file}"
+    return f"{url}#L{line}" if line else url

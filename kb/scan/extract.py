@@ -1,0 +1,441 @@
+"""One file's bytes -> FileFacts: every raise with its template, guard and context.
+
+Only statements are walked (raises, ifs, loops, handlers, functions and classes are all
+statements), never every expression node: that keeps the walk a small fraction of
+`ast.parse` itself. The result depends only on the file's bytes, so it can be cached by
+content hash.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import builtins
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from kb.model import ClassFact, Context, FileFacts, LocalDef, RaiseFact
+from kb.scan.messages import template_of
+from kb.scan.unparse import unparse
+
+_FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_VALIDATOR_DECORATORS = {"field_validator", "model_validator", "validator", "root_validator"}
+_PYDANTIC_BASES = {"BaseModel", "BaseSettings", "RootModel"}
+_BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls"}
+_MAX_LOCAL_DEPTH = 3
+
+
+def may_hold_facts(data: bytes) -> bool:
+    """A file without the words `raise` and `class` can hold no site and no exception class:
+    it need not be parsed (about a fifth of vLLM's files, a sixth of the parse time)."""
+    return b"raise" in data or b"class" in data
+
+
+def extract(data: bytes) -> FileFacts:
+    """Parse one file and collect its raises and class definitions. Never raises on bad input."""
+    try:
+        module = ast.parse(data)
+    except SyntaxError as e:
+        line = e.lineno or (_null_line(data) if b"\x00" in data else 1)
+        return FileFacts(error=(line, f"cannot parse: {e.msg}"))
+    except ValueError as e:  # e.g. null bytes
+        return FileFacts(error=(_null_line(data), f"cannot parse: {e}"))
+    except RecursionError:
+        return FileFacts(error=(1, "cannot parse: too deeply nested"))
+    return _Walker(module, interesting_lines(data)).run()
+
+
+_INTERESTING = re.compile(rb"raise|class")
+
+
+def interesting_lines(data: bytes) -> list[int]:
+    """Sorted numbers of the lines that mention `raise` or `class`: only subtrees holding one
+    of them are walked. A mention in a comment or string only costs a useless visit."""
+    lines: list[int] = []
+    line, last = 1, 0
+    for m in _INTERESTING.finditer(data):
+        line += data.count(b"\n", last, m.start())
+        last = m.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _null_line(data: bytes) -> int:
+    i = data.find(b"\x00")
+    return data.count(b"\n", 0, i) + 1 if i >= 0 else 1
+
+
+def term_source(expr: ast.expr) -> str:
+    """Source of one guard term, parenthesised when joining it with `and` would change it."""
+    src = unparse(expr)
+    if isinstance(expr, (ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)) and not (
+        isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And)
+    ):
+        return f"({src})"
+    return src
+
+
+def negate(expr: ast.expr) -> ast.expr:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        return expr.operand
+    return ast.UnaryOp(op=ast.Not(), operand=expr)
+
+
+@dataclass
+class _Assignment:
+    line: int
+    value: ast.expr
+    augmented: bool  # `+=`
+
+
+@dataclass
+class _Scope:
+    """A function (or the module) whose simple assignments are used to trace names."""
+
+    node: Optional[_FuncNode]
+    assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
+    collected: bool = False
+
+
+class _Walker:
+    def __init__(self, module: ast.Module, interesting: list[int]) -> None:
+        self.module = module
+        self.interesting = interesting
+        # id(test node) -> (node, source): shared by sibling raises; holding the node keeps its id unique
+        self.term_text: dict[int, tuple[ast.expr, str]] = {}
+        self.classes: list[ClassFact] = []
+        self.raises: list[RaiseFact] = []
+        self.names: list[str] = []  # qualname parts
+        self.kinds: list[str] = []  # "class" or "function", beside names
+        self.terms: list[ast.expr] = []  # enclosing if tests (negated in else branches)
+        self.contexts: list[Context] = []
+        self.functions: list[_FuncNode] = []
+        self.class_pydantic: list[bool] = []
+        self.module_scope = _Scope(None)
+        self.scopes: dict[int, _Scope] = {}
+        self.pydantic_decorators = _pydantic_decorator_names(module)
+
+    def run(self) -> FileFacts:
+        _collect_assignments(self.module.body, self.module_scope)
+        self.module_scope.collected = True
+        self.block(self.module.body)
+        return FileFacts(tuple(self.classes), tuple(self.raises), None)
+
+    # --- statements -------------------------------------------------------------------------
+    def block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            if isinstance(stmt, _SIMPLE):
+                continue
+            end = stmt.end_lineno or stmt.lineno
+            i = bisect.bisect_left(self.interesting, _first_line(stmt))
+            if i < len(self.interesting) and self.interesting[i] <= end:
+                self.stmt(stmt)
+
+    def stmt(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Raise):
+            self.raise_(node)
+        elif isinstance(node, ast.If):
+            self.terms.append(node.test)
+            self.block(node.body)
+            self.terms[-1] = negate(node.test)
+            self.block(node.orelse)
+            self.terms.pop()
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.function(node)
+        elif isinstance(node, ast.ClassDef):
+            self.class_(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            head = f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+            self.with_context(Context("for", head, node.lineno), node.body)
+            self.with_context(Context("for-else", head, node.lineno), node.orelse)
+        elif isinstance(node, ast.While):
+            head = f"while {unparse(node.test)}"
+            self.with_context(Context("while", head, node.lineno), node.body)
+            self.with_context(Context("while-else", head, node.lineno), node.orelse)
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.block(node.body)
+            for handler in node.handlers:
+                head = "except" + (f" {ast.unparse(handler.type)}" if handler.type is not None else "")
+                self.with_context(Context("except", head, handler.lineno), handler.body)
+            self.block(node.orelse)
+            self.block(node.finalbody)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            head = "with " + ", ".join(ast.unparse(i) for i in node.items)
+            self.with_context(Context("with", head, node.lineno), node.body)
+        elif isinstance(node, ast.Match):
+            subject = ast.unparse(node.subject)
+            for case in node.cases:
+                head = f"match {subject}: case {ast.unparse(case.pattern)}"
+                if case.guard is not None:
+                    head += f" if {unparse(case.guard)}"
+                self.with_context(Context("case", head, case.pattern.lineno), case.body)
+
+    def with_context(self, context: Context, body: list[ast.stmt]) -> None:
+        if not body:
+            return
+        self.contexts.append(context)
+        self.block(body)
+        self.contexts.pop()
+
+    def function(self, node: _FuncNode) -> None:
+        saved = (self.terms, self.contexts)
+        self.terms, self.contexts = [], []  # the guard starts at the function body
+        self.names.append(node.name)
+        self.kinds.append("function")
+        self.functions.append(node)
+        self.block(node.body)
+        self.functions.pop()
+        self.kinds.pop()
+        self.names.pop()
+        self.terms, self.contexts = saved
+
+    def class_(self, node: ast.ClassDef) -> None:
+        bases = tuple(b for b in (_last_name(b) for b in node.bases) if b)
+        self.classes.append(ClassFact(node.name, bases, node.lineno))
+        pydantic = bool(set(bases) & _PYDANTIC_BASES) or any(
+            _last_name(_decorator_callee(d)) in self.pydantic_decorators for d in node.decorator_list
+        )
+        saved = (self.terms, self.contexts, self.functions)
+        self.terms, self.contexts, self.functions = [], [], []
+        self.names.append(node.name)
+        self.kinds.append("class")
+        self.class_pydantic.append(pydantic)
+        self.block(node.body)
+        self.class_pydantic.pop()
+        self.kinds.pop()
+        self.names.pop()
+        self.terms, self.contexts, self.functions = saved
+
+    # --- the raise itself -------------------------------------------------------------------
+    def raise_(self, node: ast.Raise) -> None:
+        exc = node.exc
+        if exc is None:
+            return  # bare re-raise
+        callee = exc.func if isinstance(exc, ast.Call) else exc
+        name = _last_name(callee)
+        if name is None:
+            return
+        scope = self.scope()
+        resolve = _Resolver(scope, self.module_scope, node.lineno)
+        message = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
+        if message is None and isinstance(exc, ast.Call):
+            message = next((k.value for k in exc.keywords if k.arg in ("msg", "message")), None)
+        template = template_of(message, resolve)
+        function = self.functions[-1] if self.functions else None
+        decorators = tuple(ast.unparse(_decorator_callee(d)) for d in function.decorator_list) if function else ()
+        pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
+        self.raises.append(
+            RaiseFact(
+                line=node.lineno,
+                end_line=node.end_lineno or node.lineno,
+                qualname=".".join(self.names) or "<module>",
+                exception=ast.unparse(callee),
+                exception_name=name,
+                template=template.text,
+                unresolved=template.unresolved,
+                message_kind=template.kind,
+                guard_terms=tuple(self.term(t) for t in self.terms),
+                contexts=tuple(self.contexts),
+                locals=_guard_locals(self.terms, scope, self.module_scope, node.lineno),
+                decorators=decorators,
+                pydantic_class=pydantic_class,
+                validation=_validation(function, decorators, pydantic_class),
+            )
+        )
+
+    def term(self, test: ast.expr) -> str:
+        known = self.term_text.get(id(test))
+        if known is None:
+            known = self.term_text[id(test)] = (test, term_source(test))
+        return known[1]
+
+    def scope(self) -> _Scope:
+        if not self.functions:
+            return self.module_scope
+        fn = self.functions[-1]
+        scope = self.scopes.get(id(fn))
+        if scope is None:
+            scope = _Scope(fn)
+            _collect_assignments(fn.body, scope)
+            scope.collected = True
+            self.scopes[id(fn)] = scope
+        return scope
+
+
+# Statements that can neither raise nor hold a raise or a class definition.
+_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Pass, ast.Import, ast.ImportFrom,
+           ast.Assert, ast.Delete, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
+
+
+def _in_class_or_method(kinds: list[str]) -> bool:
+    """True when the raise is in a class body or directly in one of its methods."""
+    return kinds[-1:] == ["class"] or kinds[-2:] == ["class", "function"]
+
+
+def _validation(function: Optional[_FuncNode], decorators: tuple[str, ...], pydantic_class: bool) -> Optional[str]:
+    """How pydantic runs this function, when it does: its errors then arrive as ValidationError."""
+    for d in decorators:
+        last = d.rsplit(".", 1)[-1]
+        if last in _VALIDATOR_DECORATORS:
+            return last
+    if function is not None and pydantic_class and function.name in ("__post_init__", "__init__"):
+        return "post_init" if function.name == "__post_init__" else "init"
+    return None
+
+
+def _pydantic_decorator_names(module: ast.Module) -> set[str]:
+    """Local names that make a class a pydantic dataclass: pydantic's `dataclass`, vLLM's `config`."""
+    names = {"config"}  # vllm/config/utils.py: `config` wraps pydantic.dataclasses.dataclass
+    for stmt in module.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "pydantic.dataclasses":
+            names.update(a.asname or a.name for a in stmt.names if a.name == "dataclass")
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module == "pydantic":
+            names.update(a.asname or a.name for a in stmt.names if a.name == "dataclasses")
+    return names
+
+
+def _decorator_callee(node: ast.expr) -> ast.expr:
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def _last_name(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):  # Generic[T] and the like
+        return _last_name(node.value)
+    return None
+
+
+# --- tracing names to their assignments -------------------------------------------------------
+def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
+    """Simple `name = value`, `name: T = value` and `name += value` statements, in line order.
+
+    Nested functions and classes are not entered; at module level only top-level statements
+    and those in module-level `if`/`try` blocks count.
+    """
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    scope.assignments.setdefault(target.id, []).append(_Assignment(node.lineno, node.value, False))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, False))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, True))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        else:
+            for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+                children = getattr(node, attr, None)
+                if children and isinstance(children, list):
+                    stack.extend(reversed([c for c in children if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))]))
+    for assignments in scope.assignments.values():
+        assignments.sort(key=lambda a: a.line)
+
+
+def _binding(scope: _Scope, name: str, before: int) -> Optional[ast.expr]:
+    """The expression `name` holds just before line `before`, folding `+=` into `+`."""
+    history = [a for a in scope.assignments.get(name, ()) if a.line < before]
+    if not history:
+        return None
+    start = max((i for i, a in enumerate(history) if not a.augmented), default=None)
+    if start is None:
+        return None
+    value = _substitute_self(history[start].value, name, scope, history[start].line)
+    for a in history[start + 1 :]:
+        value = ast.BinOp(left=value, op=ast.Add(), right=a.value)
+    return value
+
+
+def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int) -> ast.expr:
+    """`msg = msg + "..."`: replace the inner `msg` by what it held before that line."""
+    if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+        return value
+    earlier = _binding(scope, name, line)
+    if earlier is None:
+        return value
+
+    class _Swap(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return earlier if node.id == name else node  # type: ignore[return-value]
+
+    return _Swap().visit(copy.deepcopy(value))
+
+
+class _Resolver:
+    """Resolves a name at a raise: the function's own assignments first, then module constants."""
+
+    def __init__(self, scope: _Scope, module_scope: _Scope, line: int) -> None:
+        self.scope, self.module_scope, self.line = scope, module_scope, line
+
+    def __call__(self, name: str) -> Optional[ast.expr]:
+        if self.scope is not self.module_scope:
+            if name in self.scope.assignments:
+                return _binding(self.scope, name, self.line)
+            if _is_parameter(self.scope.node, name):
+                return None
+        value = _binding(self.module_scope, name, 10**9 if self.scope is not self.module_scope else self.line)
+        if value is not None and _is_text(value):
+            return value
+        return None
+
+
+def _is_text(value: ast.expr) -> bool:
+    """Module constants are followed only when they build text (not e.g. a compiled regex)."""
+    return isinstance(value, (ast.Constant, ast.JoinedStr, ast.BinOp)) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format"
+    )
+
+
+def _is_parameter(fn: Optional[_FuncNode], name: str) -> bool:
+    if fn is None:
+        return False
+    a = fn.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    if a.vararg:
+        params.append(a.vararg)
+    if a.kwarg:
+        params.append(a.kwarg)
+    return any(p.arg == name for p in params)
+
+
+def _guard_locals(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, line: int) -> tuple[LocalDef, ...]:
+    """Assignments before the raise of the names the guard reads, and of the names those read."""
+    if not terms or scope is module_scope:
+        return ()
+    found: dict[str, LocalDef] = {}
+    frontier = _read_names(terms)
+    for _ in range(_MAX_LOCAL_DEPTH):
+        following: list[str] = []
+        for name in frontier:
+            if name in found:
+                continue
+            history = [a for a in scope.assignments.get(name, ()) if a.line < line and not a.augmented]
+            if not history:
+                continue
+            last = history[-1]
+            found[name] = LocalDef(name, unparse(last.value), last.line)
+            following.extend(_read_names([last.value]))
+        frontier = following
+    return tuple(sorted(found.values(), key=lambda d: (d.line, d.name)))
+
+
+def _read_names(nodes: list[ast.expr]) -> list[str]:
+    seen: list[str] = []
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id not in _BUILTIN_NAMES and n.id not in seen:
+                seen.append(n.id)
+    return seen

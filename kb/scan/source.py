@@ -1,0 +1,330 @@
+"""Where the vLLM tree comes from: a folder, a git ref (gitpython), or a release wheel.
+
+Each backend yields a `Tree`: what was scanned (`TreeInfo`), the sorted list of `.py` paths
+under `vllm/`, and a `read(path)` that returns bytes. Nothing from the tree is imported or
+run; `vllm/_version.py` is read with `ast`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from kb.errors import SourceError
+from kb.model import TreeInfo
+
+PACKAGE = "vllm/"
+VENDORED_PREFIXES = ("vllm/vllm_flash_attn/", "vllm/third_party/")
+# Wheels of vLLM are platform wheels; any of these carries the same .py sources.
+WHEEL_PLATFORMS = (
+    "manylinux_2_39_x86_64", "manylinux_2_35_x86_64", "manylinux_2_31_x86_64",
+    "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64",
+)
+# The CPython tags tried in turn: abi3 wheels (0.5 on) match the first; 0.2-0.4 were cp38-cp311 only.
+WHEEL_PYTHONS = ("3.12", "3.11", "3.10", "3.9", "3.8")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What the user asked for on the command line."""
+
+    source_dir: Optional[str] = None
+    git: Optional[str] = None
+    ref: Optional[str] = None
+    vllm_version: Optional[str] = None
+    wheel: Optional[str] = None
+    include_vendored: bool = False
+
+
+class Tree:
+    """A readable vLLM tree. Use as a context manager; `close()` releases files and processes."""
+
+    def __init__(self, info: TreeInfo, paths: list[str], excluded: int, read: Callable[[str], bytes],
+                 close: Callable[[], None] = lambda: None, stamp: Optional[Callable[[str], str]] = None,
+                 size: Optional[Callable[[str], int]] = None) -> None:
+        self.info = info
+        self.paths = paths
+        self.excluded = excluded
+        self.read = read
+        self._close = close
+        # A stamp that changes whenever the file's bytes change, known without reading them.
+        self.stamp = stamp
+        self.size = size
+
+    def __enter__(self) -> Tree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._close()
+
+    def items(self) -> Iterator[tuple[str, bytes]]:
+        for path in self.paths:
+            yield path, self.read(path)
+
+
+def open_tree(spec: SourceSpec, cache: Path) -> Tree:
+    if spec.source_dir is not None:
+        return from_dir(Path(spec.source_dir), spec.include_vendored)
+    if spec.git is not None:
+        if not spec.ref:
+            raise SourceError("--git needs --ref (a tag, branch or commit)")
+        return from_git(spec.git, spec.ref, cache, spec.include_vendored)
+    if spec.wheel is not None:
+        return from_wheel(Path(spec.wheel), spec.include_vendored)
+    if spec.vllm_version is None:
+        raise SourceError("no source given")
+    return from_wheel(download_wheel(spec.vllm_version, cache), spec.include_vendored, expect=spec.vllm_version)
+
+
+def select(paths: list[str], include_vendored: bool) -> tuple[list[str], int]:
+    """The `.py` files of the `vllm/` package, sorted; vendored ones unless asked for."""
+    chosen: list[str] = []
+    excluded = 0
+    for p in paths:
+        if not (p.startswith(PACKAGE) and p.endswith(".py")):
+            continue
+        if not include_vendored and p.startswith(VENDORED_PREFIXES):
+            excluded += 1
+            continue
+        chosen.append(p)
+    return sorted(chosen), excluded
+
+
+def _utc(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def version_info(data: bytes) -> tuple[Optional[str], Optional[str]]:
+    """(`__version__`, `__commit_id__`) from the text of `vllm/_version.py`, read with ast."""
+    try:
+        module = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None, None
+    found: dict[str, str] = {}
+    for stmt in module.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, stmt.value.value)
+    return found.get("__version__") or found.get("version"), found.get("__commit_id__") or found.get("commit_id")
+
+
+# --- a folder --------------------------------------------------------------------------------
+def from_dir(root: Path, include_vendored: bool) -> Tree:
+    root = root.resolve() if root.exists() else root
+    if not root.is_dir():
+        raise SourceError("not a folder", str(root))
+    if not (root / "vllm").is_dir():
+        raise SourceError("not a vLLM source tree (no vllm/ package folder)", str(root))
+    repo = _work_tree(root)
+    if repo is not None:
+        listed = repo.git.ls_files("-z", "--", "vllm").split("\0")
+        head = repo.head.commit
+        dirty = repo.is_dirty(untracked_files=False)
+        repo.close()
+        paths, excluded = select([p for p in listed if p and (root / p).is_file()], include_vendored)
+        version = _dir_version(root)[0]
+        info = TreeInfo("dir", str(root), head.hexsha, head.hexsha, _utc(head.committed_datetime), version, dirty)
+    else:
+        listed = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py") if p.is_file()]
+        paths, excluded = select(listed, include_vendored)
+        version, commit = _dir_version(root)
+        ref = f"v{version}" if version else "main"
+        info = TreeInfo("dir", str(root), ref, commit, None, version)
+    return Tree(info, paths, excluded, lambda p: (root / p).read_bytes())
+
+
+def _dir_version(root: Path) -> tuple[Optional[str], Optional[str]]:
+    f = root / "vllm" / "_version.py"
+    return version_info(f.read_bytes()) if f.is_file() else (None, None)
+
+
+def _work_tree(root: Path):  # -> Optional[git.Repo]
+    import git
+
+    try:
+        repo = git.Repo(root)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    if repo.bare or repo.working_tree_dir is None or Path(repo.working_tree_dir).resolve() != root:
+        repo.close()
+        return None
+    try:
+        _ = repo.head.commit
+    except ValueError:  # no commit yet
+        repo.close()
+        return None
+    return repo
+
+
+# --- a git ref, read from the object store ----------------------------------------------------
+def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
+    import git
+
+    repo = _clone(url, cache)
+    try:
+        commit = _resolve(repo, ref)
+        if commit is None:
+            _fetch(repo, url)
+            commit = _resolve(repo, ref)
+        if commit is None:
+            raise SourceError(f"ref {ref!r} not found in {url}")
+        blobs = {
+            b.path: b.binsha
+            for b in commit.tree.traverse()
+            if isinstance(b, git.Blob) and b.path.startswith(PACKAGE) and b.path.endswith(".py")
+        }
+    except BaseException:
+        repo.close()
+        raise
+    paths, excluded = select(list(blobs), include_vendored)
+    version = None
+    if "vllm/_version.py" in blobs:
+        version = version_info(repo.odb.stream(blobs["vllm/_version.py"]).read())[0]
+    info = TreeInfo("git", url, commit.hexsha, commit.hexsha, _utc(commit.committed_datetime), version)
+    return Tree(info, paths, excluded, lambda p: repo.odb.stream(blobs[p]).read(), repo.close)
+
+
+def _clone(url: str, cache: Path):  # -> git.Repo
+    import git
+
+    location = _normalise_url(url)
+    target = cache / "git" / (hashlib.sha256(location.encode()).hexdigest()[:16] + ".git")
+    if target.is_dir():
+        return git.Repo(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=target.parent))
+    try:
+        git.Repo.clone_from(location, tmp / "repo.git", bare=True, multi_options=["--quiet"])
+        os.replace(tmp / "repo.git", target)
+    except git.GitCommandError as e:
+        raise SourceError(f"cannot clone {url}: {_git_reason(e)}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return git.Repo(target)
+
+
+def _normalise_url(url: str) -> str:
+    if re.match(r"^[a-z][a-z0-9+.-]*://", url) or re.match(r"^[\w.-]+@[\w.-]+:", url):
+        return url
+    path = Path(url).expanduser()
+    if not path.exists():
+        raise SourceError("no such repository", url)
+    return str(path.resolve())
+
+
+def _fetch(repo, url: str) -> None:  # repo: git.Repo
+    import git
+
+    try:
+        repo.git.fetch("--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+    except git.GitCommandError as e:
+        raise SourceError(f"cannot fetch {url}: {_git_reason(e)}") from None
+
+
+def _resolve(repo, ref: str):  # -> Optional[git.Commit]
+    import git
+    from gitdb.exc import BadName, BadObject
+
+    try:
+        return repo.commit(ref)
+    except (BadName, BadObject, ValueError, git.GitCommandError):
+        return None
+
+
+def _git_reason(e) -> str:
+    text = (e.stderr or str(e)).strip().splitlines()
+    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in text if line.strip()]
+    return lines[-1] if lines else "git failed"
+
+
+# --- a release wheel ---------------------------------------------------------------------------
+def download_wheel(version: str, cache: Path) -> Path:
+    """The release wheel of vLLM `version`, downloaded once into the cache with pip."""
+    if not re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version):
+        raise SourceError(f"not a version: {version!r}")
+    folder = cache / "wheels"
+    for existing in sorted(folder.glob(f"vllm-{version}-*.whl")):
+        return existing
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+    try:
+        reason = "no wheel"
+        for python in WHEEL_PYTHONS:  # newest first: 0.5.x and later are abi3, older ones cp3XX only
+            tag = "cp" + python.replace(".", "")
+            cmd = [
+                sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "--only-binary", ":all:",
+                "--python-version", python, "--implementation", "cp", "--abi", "abi3", "--abi", tag, "--abi", "none",
+                "--disable-pip-version-check", "--quiet", "-d", str(tmp),
+            ]
+            for platform in WHEEL_PLATFORMS:
+                cmd += ["--platform", platform]
+            proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            wheels = sorted(tmp.glob("vllm-*.whl"))
+            if proc.returncode == 0 and wheels:
+                _check_zip(wheels[0])
+                final = folder / wheels[0].name
+                os.replace(wheels[0], final)
+                return final
+            lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("ERROR")] or proc.stderr.splitlines()
+            reason = lines[-1].removeprefix("ERROR: ") if lines else reason
+            if "No matching distribution" not in reason and "from versions" not in reason:
+                break  # not a tag mismatch (network, index): another Python tag will not help
+        raise SourceError(f"could not download vllm=={version} from the package index: {reason}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_zip(path: Path) -> None:
+    try:
+        with zipfile.ZipFile(path) as z:
+            z.namelist()
+    except (zipfile.BadZipFile, OSError) as e:
+        raise SourceError(f"not a valid wheel (zip): {e}", str(path)) from None
+
+
+def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None) -> Tree:
+    if not path.is_file():
+        raise SourceError("no such wheel file", str(path))
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise SourceError(f"not a valid wheel (zip): {e}", str(path)) from None
+    members = {i.filename: i for i in z.infolist() if not i.is_dir()}
+    paths, excluded = select(list(members), include_vendored)
+    if not paths:
+        z.close()
+        raise SourceError("the wheel holds no vllm/ package", str(path))
+    version, commit = (None, None)
+    date = None
+    if "vllm/_version.py" in members:
+        version, commit = version_info(z.read("vllm/_version.py"))
+        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=timezone.utc))
+    version = version or expect
+    ref = f"v{version}" if version else "main"
+
+    def read(p: str) -> bytes:
+        try:
+            return z.read(members[p])
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:  # a corrupt member
+            raise SourceError(f"corrupt wheel member {p}: {e}", str(path)) from None
+
+    info = TreeInfo("wheel", str(path), ref, commit, date, version)
+    return Tree(info, paths, excluded, read, z.close,
+                stamp=lambda p: f"zip-crc32:{members[p].CRC:08x}:{members[p].file_size}",
+                size=lambda p: members[p].file_size)

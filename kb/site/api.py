@@ -1,0 +1,165 @@
+"""Record -> the JSON served at /api/errors/<id>: ErrLookup's ErrorEntry (schema v2) fields
+with the same names and types, then ours under `kb`.
+
+Uncurated records fill ErrLookup's required prose fields only with facts from the source
+and a plain "not curated yet"; lists stay empty and optional fields null.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from kb.model import REPO, Record, Site, TreeInfo
+from kb.records.present import github_url, message_pattern, trigger_text
+
+SCHEMA_VERSION = 2
+NOT_CURATED = "Not curated yet."
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What every page and record says about the release it describes."""
+
+    tree: TreeInfo
+    report_repo: str = "vllm-error-kb/vllm-error-kb"
+    site_url: Optional[str] = None
+    releases: tuple[str, ...] = ()  # a multi-release build: the releases, oldest first
+
+    @property
+    def label(self) -> str:
+        return f"vLLM {self.tree.release}" if self.tree.release else f"vLLM @ {self.tree.ref[:10]}"
+
+    @property
+    def commit_kind(self) -> str:
+        if self.tree.kind == "wheel":
+            return "short commit id from vllm/_version.py of the release wheel"
+        return "full git commit sha"
+
+
+def facts_sentence(record: Record) -> str:
+    s = record.sites[0]
+    where = f"{s.file}:{s.line}" + (f" (and {len(record.sites) - 1} more sites)" if len(record.sites) > 1 else "")
+    text = f"{record.exception_class} raised by {s.fact.qualname} at {where}."
+    if s.pydantic_wrapped:
+        text += (" It is raised while pydantic validates a config, so it reaches users wrapped in "
+                 "pydantic_core.ValidationError (\"Value error, ...\").")
+    return text
+
+
+def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
+    s = record.sites[0]
+    e = record.entry
+    documentation = f"{facts_sentence(record)} {NOT_CURATED}" if e is None else e.meaning
+    triggers = trigger_text(s) if e is None or not e.trigger else e.trigger
+    situations = NOT_CURATED if e is None or not e.common_situations else "\n".join(
+        f"- {c.text}" for c in e.common_situations)
+    defensive = e.defensive if e is not None else None
+    strategy = None
+    if defensive is not None:
+        strategy = "try-catch" if defensive.strategy == "try-except" else defensive.strategy
+    tags = sorted({record.subsystem.replace("_", "-"), _kebab(record.exception_class)}
+                  | ({"pydantic-validation"} if s.pydantic_wrapped else set()))
+    return {
+        "id": record.id,
+        "repo": REPO,
+        "slug": record.slug,
+        "errorCode": None,
+        "errorMessage": record.template or f"{record.exception_class} (no message)",
+        "messagePattern": message_pattern(record.template),
+        "errorType": "exception",
+        "errorClass": record.exception_class,
+        "httpStatus": None,
+        "severity": "error",
+        "filePath": s.file,
+        "lineNumber": s.line,
+        "sourceCode": "\n".join(s.excerpt.lines),
+        "sourceCodeStart": s.excerpt.start,
+        "sourceCodeEnd": s.excerpt.end,
+        "githubUrl": github_url(record.ref or info.tree.ref, s.file, s.line),
+        "documentation": documentation,
+        "triggerScenarios": triggers,
+        "commonSituations": situations,
+        "solutions": list(e.solutions) if e is not None else [],
+        "exampleFix": e.example_fix.as_text() if e is not None and e.example_fix is not None else None,
+        "handlingStrategy": strategy,
+        "validationCode": defensive.code if defensive is not None and defensive.strategy == "validation" else None,
+        "typeGuard": defensive.code if defensive is not None and defensive.strategy == "type-guard" else None,
+        "tryCatchPattern": defensive.code if defensive is not None and defensive.strategy == "try-except" else None,
+        "preventionTips": list(e.prevention) if e is not None else [],
+        "tags": tags,
+        "analyzedSha": info.tree.commit or info.tree.ref,
+        "analyzedAt": info.tree.commit_date or "1970-01-01T00:00:00Z",
+        "schemaVersion": SCHEMA_VERSION,
+        "kb": {
+            "curated": e is not None,
+            "stale": list(record.stale),
+            "title": record.title,
+            "template": record.template,
+            "page": f"/errors/{record.id}/",
+            "release": info.tree.release,
+            "ref": record.ref or info.tree.ref,
+            "commit": info.tree.commit,
+            "commitKind": info.commit_kind,
+            "subsystem": record.subsystem,
+            "related": list(record.related),
+            "sites": [_site(x, record.ref or info.tree.ref) for x in record.sites],
+            "check": e.check.to_json() if e is not None and e.check is not None else None,
+            "references": list(e.references) if e is not None else [],
+            "history": _history(record),
+        },
+    }
+
+
+def _history(record: Record) -> Optional[dict[str, Any]]:
+    if not record.history:
+        return None
+    return {
+        "firstSeen": record.history[0].release,
+        "lastSeen": record.history[-1].release,
+        "removedSince": record.removed_since,
+        "aliases": list(record.aliases),
+        "releases": [{"release": a.release, "id": a.id, "file": a.file, "lines": list(a.lines), "template": a.template}
+                     for a in record.history],
+    }
+
+
+def alias_record(old: str, current: str, kind: str, release: str) -> dict[str, Any]:
+    """What /api/errors/<old id> serves once the id became an alias: the current id."""
+    return {"id": old, "alias": True, "currentId": current, "currentUrl": f"/api/errors/{current}",
+            "page": f"/errors/{current}/", "reason": f"message {kind} in {release}" if kind == "edited"
+            else f"{kind} to another file in {release}"}
+
+
+def _site(s: Site, ref: str) -> dict[str, Any]:
+    return {
+        "file": s.file,
+        "line": s.line,
+        "endLine": s.fact.end_line,
+        "function": s.fact.qualname,
+        "exception": s.fact.exception,
+        "guard": s.fact.guard,
+        "guardTerms": list(s.fact.guard_terms),
+        "locals": [{"name": d.name, "source": d.source, "line": d.line} for d in s.fact.locals],
+        "contexts": [{"kind": c.kind, "source": c.source, "line": c.line} for c in s.fact.contexts],
+        "pydantic": {"class": s.fact.pydantic_class, "validation": s.fact.validation, "wrapped": s.pydantic_wrapped},
+        "trigger": trigger_text(s),
+        "githubUrl": github_url(ref, s.file, s.line),
+        "excerptStart": s.excerpt.start,
+        "excerptEnd": s.excerpt.end,
+    }
+
+
+def _kebab(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and (not name[i - 1].isupper() or (i + 1 < len(name) and name[i + 1].islower())):
+            out.append("-")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def dumps(obj: Any) -> str:
+    """Compact and deterministic (C encoder: indenting would be 8x slower over 4,000 records)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
