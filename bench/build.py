@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.jobs import build_release  # noqa: E402
+from kb.jobs import build_releases  # noqa: E402
 from kb.site.build import BuildOptions  # noqa: E402
 from kb.paths import cache_dir  # noqa: E402
 from kb.scan.source import SourceSpec, download_wheel, from_wheel  # noqa: E402
@@ -61,10 +61,10 @@ def main() -> None:
         site = Path(tmp) / "site"
         spec = SourceSpec(vllm_version=args.vllm_version)
         start = time.perf_counter()
-        cold = build_release(spec, BuildOptions(site))
+        cold = build_releases([spec], BuildOptions(site))
         t_cold = time.perf_counter() - start
         start = time.perf_counter()
-        warm = build_release(spec, BuildOptions(site))
+        warm = build_releases([spec], BuildOptions(site))
         t_warm = time.perf_counter() - start
         groups = sizes(site)
         largest_page = max((p for p in site.rglob("*.html")), key=lambda p: p.stat().st_size)

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.jobs import build_release, scan_release  # noqa: E402
+from kb.jobs import build_releases, scan_release  # noqa: E402
 from kb.site.build import BuildOptions  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402
 
@@ -57,7 +57,7 @@ def main() -> None:
     scan_release(SourceSpec(vllm_version=args.vllm_version))  # warm the cache
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        report = build_release(SourceSpec(vllm_version=args.vllm_version), BuildOptions(Path(tmp) / "kb-site"))
+        report = build_releases([SourceSpec(vllm_version=args.vllm_version)], BuildOptions(Path(tmp) / "kb-site"))
         t_kb = time.perf_counter() - start
         t_cur, n_cur = mkdocs(Path(tmp) / "curated", args.vllm_version, "curated")
         t_all, n_all = mkdocs(Path(tmp) / "all", args.vllm_version, "all")

@@ -51,7 +51,7 @@ def main() -> None:
         t_one, one = timed([SourceSpec(vllm_version=versions[-1])], Path(a) / "site")
         os.environ.pop("KB_CACHE_DIR")
         fresh_cache(Path(b), versions)
-        specs = release_specs(SourceSpec(), "all", None)
+        specs = release_specs(releases="all")
         t_six, six = timed(specs, Path(b) / "site")
         t_warm, warm = timed(specs, Path(b) / "site")
     print(f"releases: {', '.join(versions)}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
-from kb.errors import KBError
+from kb.errors import KBError, UsageError
+from kb.scan.source import SourceSpec
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
@@ -35,25 +37,13 @@ def _release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
 
 
-def _spec(args: argparse.Namespace):
-    from kb import PINNED_VLLM
-    from kb.scan.source import SourceSpec
+def _spec(args: argparse.Namespace) -> SourceSpec:
+    from kb.jobs import source_spec
 
-    if args.ref and not args.git:
-        raise _Usage("--ref goes with --git")
-    if args.git and not args.ref:
-        raise _Usage("--git needs --ref (a tag, branch or commit)")
-    version = args.vllm_version
-    if not (args.source or args.git or args.wheel or version):
-        version = PINNED_VLLM
-    return SourceSpec(args.source, args.git, args.ref, version, args.wheel, args.include_vendored)
+    return source_spec(args.source, args.git, args.ref, args.vllm_version, args.wheel, args.include_vendored)
 
 
-class _Usage(Exception):
-    pass
-
-
-def _progress(quiet: bool):
+def _progress(quiet: bool) -> Optional[Callable[[str, int, int], None]]:
     """A one-line progress display on a terminal; nothing otherwise."""
     if quiet or not sys.stderr.isatty():
         return None
@@ -67,18 +57,21 @@ def _progress(quiet: bool):
     return show
 
 
-def _scan_progress(quiet: bool):
+def _scan_progress(quiet: bool) -> Optional[Callable[[int, int], None]]:
     show = _progress(quiet)
-    return (lambda done, total: show("files scanned", done, total)) if show else None
+    if show is None:
+        return None
+    return lambda done, total: show("files scanned", done, total)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from kb.jobs import scan_release, write_atomic
+    from kb.files import write_atomic
+    from kb.jobs import scan_release
     from kb.scan.document import dumps
 
     exceptions = [e.strip() for e in args.exceptions.split(",") if e.strip()]
     if not exceptions:
-        raise _Usage("--exceptions needs at least one class name, or 'all'")
+        raise UsageError("--exceptions needs at least one class name, or 'all'")
     result = scan_release(_spec(args), exceptions, jobs=args.jobs, use_cache=not args.no_cache,
                           strict=args.strict, progress=_scan_progress(args.quiet))
     for w in result.warnings:
@@ -109,13 +102,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from kb.site.build import BuildOptions
 
     options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
-    if args.releases and (args.vllm_version or args.source or args.wheel or args.git):
-        raise _Usage("--releases replaces --vllm-version/--source/--wheel/--git (use --git URL --refs A,B for refs)")
-    if args.refs and not args.git:
-        raise _Usage("--refs goes with --git")
-    if args.refs:
-        args.ref = args.refs.split(",")[0]
-    specs = release_specs(_spec(args), args.releases, args.refs)
+    specs = release_specs(args.source, args.git, args.ref, args.vllm_version, args.wheel, args.include_vendored,
+                          args.releases, args.refs)
     report = build_releases(specs, options, jobs=args.jobs, use_cache=not args.no_cache,
                             progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
                             warn=_warn)
@@ -127,15 +115,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kb.jobs import explain_text
     from kb.explain.match import explanation_json, explanation_text
+    from kb.jobs import explain_text
 
     if args.text is not None:
         text = args.text
     elif sys.stdin is not None and not sys.stdin.isatty():
         text = sys.stdin.read()
     else:
-        raise _Usage("give the error text as an argument, or pipe it in: kb explain < server.log")
+        raise UsageError("give the error text as an argument, or pipe it in: kb explain < server.log")
     index = Path(args.index) if args.index else (Path(args.site) / "api" / "match-index.json" if args.site else None)
     ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
     sys.stdout.write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
@@ -178,14 +166,14 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from kb.jobs import check_launch
     from kb.checks.report import outcome_json, outcome_text
+    from kb.jobs import check_launch
 
     command = list(args.command_words)
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
-        raise _Usage("give the launch command after --, e.g. kb check -- vllm serve MODEL --tensor-parallel-size 8")
+        raise UsageError("give the launch command after --, e.g. kb check -- vllm serve MODEL --tensor-parallel-size 8")
     hardware = {"gpu_count": args.gpu_count, "compute_capability": args.compute_capability,
                 "gpu_memory_gib": args.gpu_memory_gib}
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
@@ -198,7 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from kb.site.serve import make_server
 
     server = make_server(Path(args.folder), args.port)
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), server.server_address[1]
     print(f"Serving {args.folder} at http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
     try:
         server.serve_forever()
@@ -291,11 +279,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
-        return args.func(args)
-    except _Usage as e:
+        code: int = args.func(args)
+        return code
+    except UsageError as e:
         p.print_usage(sys.stderr)
         print(f"Error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     except KBError as e:
         for problem in getattr(e, "problems", ()):
             print(problem, file=sys.stderr)

@@ -1,6 +1,9 @@
-"""Typed, located errors. They become one `Error: ...` line and an exit code only in the CLI."""
+"""Every error type of kb, in one place. Each carries the path and line of what is wrong when
+they are known; they become one `Error: ...` line and an exit code only in the CLI."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class KBError(Exception):
@@ -22,6 +25,12 @@ class KBError(Exception):
         return f"{self.path}:{self.line}: {self.message}"
 
 
+class UsageError(KBError):
+    """The command line (or the MkDocs plugin's options) asks for something impossible."""
+
+    exit_code = 2
+
+
 class SourceError(KBError):
     """The vLLM tree could not be obtained: download, git ref, zip, folder."""
 
@@ -30,5 +39,21 @@ class ScanError(KBError):
     """The scan failed as a whole (e.g. --strict with parse warnings, zero sites)."""
 
 
-class UsageError(KBError):
-    exit_code = 2
+class EntryError(KBError):
+    """Malformed curated entries: each problem is located (`errors/x.yaml:3: ...`)."""
+
+    def __init__(self, problems: Sequence[str], hint: str = "") -> None:
+        super().__init__(f"{len(problems)} problem(s) in curated entries{hint}")
+        self.problems = list(problems)
+
+
+class ExprError(KBError):
+    """A check expression outside the evaluator's whitelist, or one that fails to evaluate."""
+
+
+class MissingInput(ExprError):
+    """A check expression reads an input that the launch does not give."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"needs input {name!r}")
+        self.name = name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Self
 
 REPO = "vllm-project/vllm"
 
@@ -21,36 +21,33 @@ class TreeInfo:
     dirty: bool = False  # a git work tree with uncommitted changes
 
 
+class _Fields:
+    """A flat frozen dataclass of plain values, to and from a JSON object of its fields."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Self:
+        return cls(**d)
+
+
 @dataclass(frozen=True)
-class Context:
+class Context(_Fields):
     """A non-`if` construct enclosing a raise: an except handler, a loop, a match case, a with."""
 
     kind: str  # except, for, while, for-else, while-else, case, with
     source: str
     line: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "line": self.line, "source": self.source}
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> Context:
-        return Context(d["kind"], d["source"], d["line"])
-
 
 @dataclass(frozen=True)
-class LocalDef:
+class LocalDef(_Fields):
     """An assignment, before the raise, of a name that the guard reads."""
 
     name: str
     source: str
     line: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "name": self.name, "source": self.source}
-
-    @staticmethod
-    def from_json(d: dict[str, Any]) -> LocalDef:
-        return LocalDef(d["name"], d["source"], d["line"])
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ class Excerpt:
 
 
 @dataclass(frozen=True)
-class Site:
+class RaiseSite:
     """One raise of a ValueError (or of a class in the chosen set) at a file and line."""
 
     id: str
@@ -199,7 +196,7 @@ class ScanResult:
     tree: TreeInfo
     id_scheme: str
     exceptions: tuple[str, ...]  # the resolved set of class names scanned for
-    sites: tuple[Site, ...]  # sorted by (file, line)
+    sites: tuple[RaiseSite, ...]  # sorted by (file, line)
     files: int
     bytes: int
     excluded_files: int
@@ -208,8 +205,8 @@ class ScanResult:
     file_keys: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
-    def ids(self) -> dict[str, list[Site]]:
-        out: dict[str, list[Site]] = {}
+    def ids(self) -> dict[str, list[RaiseSite]]:
+        out: dict[str, list[RaiseSite]] = {}
         for s in self.sites:
             out.setdefault(s.id, []).append(s)
         return out
@@ -232,6 +229,102 @@ def join_guard(terms: tuple[str, ...] | list[str]) -> str:
     return " and ".join(terms)
 
 
+# --- curated entries (errors/*.yaml), as the loader hands them over -------------------------
+@dataclass(frozen=True)
+class Situation:
+    text: str
+    references: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExampleFix:
+    language: str
+    before: str
+    after: str
+    model_config: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+
+    def as_text(self) -> str:
+        return f"# before\n{self.before.strip()}\n# after\n{self.after.strip()}\n"
+
+
+@dataclass(frozen=True)
+class Defensive:
+    strategy: str
+    title: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Case:
+    inputs: dict[str, Any]
+    raises: bool
+    line: int
+
+
+@dataclass(frozen=True)
+class Check:
+    inputs: tuple[str, ...]
+    raises_when: str
+    bindings: dict[str, Any]
+    cases: tuple[Case, ...]
+    source_check: str  # auto or manual
+    source_reason: Optional[str]
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": list(self.inputs), "raisesWhen": self.raises_when,
+                "sourceBindings": dict(sorted(self.bindings.items())), "sourceCheck": self.source_check,
+                "sourceReason": self.source_reason,
+                "cases": [{"inputs": c.inputs, "raises": c.raises} for c in self.cases]}
+
+
+@dataclass(frozen=True)
+class Verified:
+    release: str
+    guard: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    path: str  # errors/<slug>.yaml as given
+    meaning: str
+    message: Optional[str] = None
+    file: Optional[str] = None
+    solutions: tuple[str, ...] = ()
+    example_fix: Optional[ExampleFix] = None
+    defensive: Optional[Defensive] = None
+    prevention: tuple[str, ...] = ()
+    trigger: str = ""
+    common_situations: tuple[Situation, ...] = ()
+    related: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    check: Optional[Check] = None
+    no_check: Optional[str] = None
+    verified: Optional[Verified] = None
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "a.b.0" -> line
+
+    def line_of(self, *path: Any) -> int:
+        key = ".".join(str(p) for p in path)
+        while key and key not in self.lines:
+            key = key.rpartition(".")[0]
+        return self.lines.get(key, 1)
+
+
+# --- releases ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Appearance:
+    """An id as it was in one release."""
+
+    release: str
+    id: str
+    file: str
+    lines: tuple[int, ...]
+    template: str
+    guard: str
+
+
 @dataclass(frozen=True)
 class Record:
     """One error id with everything a page and an API record need."""
@@ -241,15 +334,16 @@ class Record:
     title: str
     template: str
     exception_class: str
-    sites: tuple[Site, ...]  # sorted by line; all in one file (the file is part of the id)
+    sites: tuple[RaiseSite, ...]  # sorted by line; all in one file (the file is part of the id)
     subsystem: str
     related: tuple[str, ...]
-    entry: Any = None  # kb.entries.Entry when curated
+    entry: Optional[Entry] = None  # when curated
     stale: tuple[str, ...] = ()  # why a curated entry may be out of date
-    history: tuple[Any, ...] = ()  # kb.history.Appearance per release, oldest first (multi-release builds)
+    history: tuple[Appearance, ...] = ()  # per release, oldest first (multi-release builds)
     removed_since: Optional[str] = None  # the first release that no longer raises it
     ref: Optional[str] = None  # git ref of the release its sites come from, when not the newest
     aliases: tuple[str, ...] = ()  # older ids that now lead here
+    checked: bool = False  # the entry's check passes its cases and vLLM's guard, its example fix runs right
 
     @property
     def file(self) -> str:

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Optional
 
 from fixture_tree import tree_files, write_tree
+from kb.records.merge import build_records
 from kb.site.build import BuildOptions, BuildReport, build_site
 from kb.scan.scanner import scan
 from kb.scan.source import from_dir
@@ -26,5 +27,5 @@ def build_fixture(tmp_path: Path, out: Optional[Path] = None, site_url: Optional
                   extra: Optional[dict[str, str]] = None) -> tuple[Path, BuildReport]:
     result = fixture_scan(tmp_path / "tree", extra)
     out = out or tmp_path / "site"
-    report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1))
+    report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1), build_records(result))
     return out, report

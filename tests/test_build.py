@@ -6,6 +6,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from kb.records.merge import build_records
 from kb.site.build import BuildOptions, build_site
 from kb.site.linkcheck import broken_links
 from sitehelpers import build_fixture, fixture_scan
@@ -159,13 +160,13 @@ def test_failed_build_leaves_previous_site(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(build_module, "home_page", boom)
     result = fixture_scan(tmp_path / "tree2")
     with pytest.raises(RuntimeError):
-        build_site(result, BuildOptions(out, jobs=1))
+        build_site(result, BuildOptions(out, jobs=1), build_records(result))
     assert files_of(out) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_parallel_render_matches_serial(tmp_path: Path) -> None:
     result = fixture_scan(tmp_path / "tree")
-    build_site(result, BuildOptions(tmp_path / "one", jobs=1))
-    build_site(result, BuildOptions(tmp_path / "two", jobs=2))
+    build_site(result, BuildOptions(tmp_path / "one", jobs=1), build_records(result))
+    build_site(result, BuildOptions(tmp_path / "two", jobs=2), build_records(result))
     assert files_of(tmp_path / "one") == files_of(tmp_path / "two")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from kb.checks.evaluate import ExprError, MissingInput, evaluate, names_of, readable, to_tree
+from kb.checks.evaluate import evaluate, names_of, readable, to_tree
+from kb.errors import ExprError, MissingInput
 
 
 @pytest.mark.parametrize("expr, env, value", [

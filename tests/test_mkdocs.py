@@ -80,7 +80,7 @@ def test_bad_options_and_entries_are_plugin_errors(tmp_path: Path) -> None:
     config = site(tmp_path, extra="      git: /somewhere\n")
     proc = mkdocs_build(config)
     assert proc.returncode != 0
-    assert "vllm-errors: give one of release, source, git (got source, git)" in proc.stderr
+    assert "vllm-errors: give one of source, git, release, wheel (got source, git)" in proc.stderr
     config = site(tmp_path / "b")
     (tmp_path / "b/errors/bad.yaml").write_text("id: nothex\nmeaning: x\n")
     proc = mkdocs_build(config)

@@ -79,10 +79,11 @@ def test_dcp_site_0_28() -> None:
 
 @pytest.fixture(scope="module")
 def site_0_33(scan_0_33, tmp_path_factory):
+    from kb.records.merge import build_records
     from kb.site.build import BuildOptions, build_site
 
     out = tmp_path_factory.mktemp("real") / "site"
-    report = build_site(scan_0_33, BuildOptions(out))
+    report = build_site(scan_0_33, BuildOptions(out), build_records(scan_0_33))
     return out, report
 
 
@@ -158,7 +159,7 @@ def test_history_over_the_published_releases() -> None:
     from kb.releases.history import build_history
     from kb.releases.published import published_releases
 
-    scans = scan_releases(release_specs(SourceSpec(), "all", None))
+    scans = scan_releases(release_specs(releases="all"))
     assert [name for name, _ in scans] == published_releases()
     history = build_history(scans)
     lines = [(a.release, a.lines) for a in history.appearances[DCP_ID]]

@@ -12,19 +12,10 @@ import ast
 import copy
 import math
 import operator
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from kb.errors import KBError
-
-
-class ExprError(KBError):
-    """An expression outside the whitelist, or one that fails to evaluate."""
-
-
-class MissingInput(ExprError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"needs input {name!r}")
-        self.name = name
+from kb.errors import ExprError, MissingInput
 
 
 def _int(x: Any) -> int:
@@ -148,8 +139,8 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         return {_eval(e, env) for e in n.elts}
     if isinstance(n, ast.Subscript):
         return _eval(n.value, env)[_eval(n.slice, env)]
-    if isinstance(n, ast.Call):
-        return FUNCTIONS[n.func.id](*(_eval(a, env) for a in n.args))  # type: ignore[union-attr]
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+        return FUNCTIONS[n.func.id](*(_eval(a, env) for a in n.args))
     raise ExprError(f"{type(n).__name__} is not allowed")
 
 
@@ -188,8 +179,8 @@ def to_tree(expr: str | ast.expr) -> Any:
         return ["list", [to_tree(e) for e in n.elts]]
     if isinstance(n, ast.Subscript):
         return ["item", to_tree(n.value), to_tree(n.slice)]
-    if isinstance(n, ast.Call):
-        return ["call", n.func.id, [to_tree(a) for a in n.args]]  # type: ignore[union-attr]
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+        return ["call", n.func.id, [to_tree(a) for a in n.args]]
     raise ExprError(f"{type(n).__name__} is not allowed")
 
 
@@ -216,5 +207,7 @@ def substitute(guard: ast.expr, bindings: Mapping[str, ast.expr], locals_: Mappi
                     return substitute(locals_[node.id], bindings, locals_, depth + 1)
             return super().visit(node)
 
-    return _Swap().visit(copy.deepcopy(guard))
+    swapped = _Swap().visit(copy.deepcopy(guard))
+    assert isinstance(swapped, ast.expr)
+    return swapped
 

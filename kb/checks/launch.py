@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
+from kb.checks.vocab import (
+    INPUTS,
+    UNKNOWN,
+    Input,
+    config_value,
+    flag_index,
+    parse_value,
+)
 from kb.errors import UsageError
-from kb.checks.vocab import INPUTS, UNKNOWN, Input, config_value, flag_index, parse_value
 
 
 @dataclass(frozen=True)
@@ -98,12 +106,12 @@ def parse_launch(argv: Sequence[str], config: Optional[dict[str, Any]] = None,
             else:
                 value = True
         else:
-            text = inline if eq else (words[i] if i < len(words) else None)
+            given_value = inline if eq else (words[i] if i < len(words) else None)
             i += 0 if eq else 1
-            if text is None:
+            if given_value is None:
                 problems.append(f"{name} needs a value")
                 continue
-            value = _parse(inp, text, name, problems)
+            value = _parse(inp, given_value, name, problems)
         if value is not UNKNOWN:
             given[inp.name] = value
             sources[inp.name] = name

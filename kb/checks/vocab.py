@@ -8,8 +8,9 @@ needs it is skipped unless the user gives it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 UNKNOWN = object()
 
@@ -29,7 +30,7 @@ class Input:
 
 def _flag(name: str, doc: str, *aliases: str, default: Any = UNKNOWN, type: str = "str",
           json_key: Optional[tuple[str, str]] = None, fallback: Optional[str] = None) -> Input:
-    return Input(name, "flag", doc, ("--" + name.replace("_", "-"),) + aliases, default=default, type=type,
+    return Input(name, "flag", doc, ("--" + name.replace("_", "-"), *aliases), default=default, type=type,
                  json_key=json_key, fallback=fallback)
 
 

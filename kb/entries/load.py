@@ -8,7 +8,8 @@ check expressions outside the whitelist, duplicate ids across files) before givi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
@@ -16,97 +17,25 @@ from typing import Any, Optional
 import jsonschema
 import yaml
 
-from kb.paths import SCHEMAS
-from kb.checks.evaluate import ExprError, names_of, parse
-from kb.entries.markdown import raw_html_in
-from kb.model import Located
+from kb.checks.evaluate import names_of, parse
 from kb.checks.vocab import INPUTS
+from kb.entries.markdown import raw_html_in
+from kb.errors import ExprError
+from kb.model import (
+    Case,
+    Check,
+    Defensive,
+    Entry,
+    ExampleFix,
+    Located,
+    Situation,
+    Verified,
+)
+from kb.paths import SCHEMAS
 
 SCHEMA_PATH = SCHEMAS / "entry.schema.json"
 _MARKDOWN_FIELDS = ("meaning", "trigger")
 _MARKDOWN_LISTS = ("solutions", "prevention")
-
-
-@dataclass(frozen=True)
-class Situation:
-    text: str
-    references: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ExampleFix:
-    language: str
-    before: str
-    after: str
-    model_config: dict[str, Any] = field(default_factory=dict)
-    hardware: dict[str, Any] = field(default_factory=dict)
-
-    def as_text(self) -> str:
-        return f"# before\n{self.before.strip()}\n# after\n{self.after.strip()}\n"
-
-
-@dataclass(frozen=True)
-class Defensive:
-    strategy: str
-    title: str
-    code: str
-
-
-@dataclass(frozen=True)
-class Case:
-    inputs: dict[str, Any]
-    raises: bool
-    line: int
-
-
-@dataclass(frozen=True)
-class Check:
-    inputs: tuple[str, ...]
-    raises_when: str
-    bindings: dict[str, Any]
-    cases: tuple[Case, ...]
-    source_check: str  # auto or manual
-    source_reason: Optional[str]
-    line: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"inputs": list(self.inputs), "raisesWhen": self.raises_when,
-                "sourceBindings": dict(sorted(self.bindings.items())), "sourceCheck": self.source_check,
-                "sourceReason": self.source_reason,
-                "cases": [{"inputs": c.inputs, "raises": c.raises} for c in self.cases]}
-
-
-@dataclass(frozen=True)
-class Verified:
-    release: str
-    guard: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    id: str
-    path: str  # errors/<slug>.yaml as given
-    meaning: str
-    message: Optional[str] = None
-    file: Optional[str] = None
-    solutions: tuple[str, ...] = ()
-    example_fix: Optional[ExampleFix] = None
-    defensive: Optional[Defensive] = None
-    prevention: tuple[str, ...] = ()
-    trigger: str = ""
-    common_situations: tuple[Situation, ...] = ()
-    related: tuple[str, ...] = ()
-    references: tuple[str, ...] = ()
-    check: Optional[Check] = None
-    no_check: Optional[str] = None
-    verified: Optional[Verified] = None
-    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "a.b.0" -> line
-
-    def line_of(self, *path: Any) -> int:
-        key = ".".join(str(p) for p in path)
-        while key and key not in self.lines:
-            key = key.rpartition(".")[0]
-        return self.lines.get(key, 1)
 
 
 @dataclass(frozen=True)
@@ -189,6 +118,7 @@ def _value(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_value(item, f"{path}.{i}" if path else str(i), lines) for i, item in enumerate(node.value)]
+    assert isinstance(node, yaml.ScalarNode)
     return _scalar(node)
 
 
@@ -221,7 +151,7 @@ def _line(lines: dict[str, int], where: str, error: jsonschema.ValidationError) 
 
 
 def _extra_keys(error: jsonschema.ValidationError) -> list[str]:
-    allowed = set(error.schema.get("properties", {}))
+    allowed = set(error.schema.get("properties", {})) if isinstance(error.schema, dict) else set()
     return sorted(k for k in error.instance if k not in allowed) if isinstance(error.instance, dict) else []
 
 
@@ -235,7 +165,8 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return f"missing field {missing!r}" + (f" in {where}" if where else "")
     if v == "type":
-        expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
+        value = error.validator_value
+        expected = value if isinstance(value, str) else " or ".join(map(str, value)) if isinstance(value, list) else str(value)
         return f"{field_name} must be {_a(expected)} (got {_kind(error.instance)})"
     if v == "pattern" and where == "id":
         return f"id must be 16 lowercase hex characters (got {error.instance!r})"
@@ -244,7 +175,8 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
     if v == "pattern":
         return f"{field_name} does not match {error.validator_value!r} (got {error.instance!r})"
     if v == "enum":
-        return f"{field_name} must be one of {', '.join(map(str, error.validator_value))} (got {error.instance!r})"
+        choices = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"{field_name} must be one of {', '.join(map(str, choices))} (got {error.instance!r})"
     if v in ("minLength", "minItems"):
         return f"{field_name} is empty or too short"
     return f"{field_name}: {error.message}"
@@ -295,7 +227,7 @@ def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -
     return out
 
 
-def _strings(value: Any, path: str):
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):

@@ -24,7 +24,7 @@ class _SafeLinks(Treeprocessor):
 
 
 class _NoRawHtml(Extension):
-    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 - markdown's API
+    def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.preprocessors.deregister("html_block")
         md.inlinePatterns.deregister("html")
         md.treeprocessors.register(_SafeLinks(md), "kb_safe_links", 0)
@@ -43,7 +43,7 @@ _MD = _new()
 
 def to_html(text: str) -> Markup:
     _MD.reset()
-    return Markup(_MD.convert(text))  # noqa: S704 - raw HTML is escaped by _NoRawHtml
+    return Markup(_MD.convert(text))
 
 
 def to_inline_html(text: str) -> Markup:
@@ -51,7 +51,7 @@ def to_inline_html(text: str) -> Markup:
     html = str(to_html(text))
     if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
         html = html[3:-4]
-    return Markup(html)  # noqa: S704
+    return Markup(html)
 
 
 _HTML_TAG = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>")

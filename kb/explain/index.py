@@ -5,8 +5,10 @@ paste-your-error search and for `kb explain`. One index, written by the build
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from kb.files import compact_json
 from kb.model import Record
 from kb.records.present import template_parts
 
@@ -53,3 +55,8 @@ def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any
             entry["text"] = normalize(" ".join([e.meaning, *e.solutions])).lower()
         entries.append(entry)
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}
+
+
+def match_index_json(records: Sequence[Record], release: str | None) -> str:
+    """The file `/api/match-index.json`, as the site, the MkDocs plugin and `kb explain` read it."""
+    return compact_json(match_index(records, release))

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from kb.errors import KBError
 from kb.explain.index import MATCH_FORMAT, normalize
@@ -62,7 +63,7 @@ class Explanation:
 class _Compiled:
     """One template; its regexes are compiled on first use (most are never candidates)."""
 
-    __slots__ = ("entry", "_exact", "_inside", "words", "anchors", "longest")
+    __slots__ = ("_exact", "_inside", "anchors", "entry", "longest", "words")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.entry = entry
@@ -119,15 +120,15 @@ class Matcher:
                 seen[id(c)] = c
         return [c for c in seen.values() if c.longest in text]
 
-    def match(self, record: str) -> list[Match]:
-        """Every template found in one normalised record, most specific first."""
-        message = unwrap(record)
+    def match(self, logged: str) -> list[Match]:
+        """Every template found in one normalised log message, most specific first."""
+        message = unwrap(logged)
         out: list[Match] = []
-        for c in self.candidates(record):
+        for c in self.candidates(logged):
             m = c.exact.match(message)
             kind = "exact"
             if m is None and c.entry["literal"] >= MIN_LITERAL:
-                m = c.inside.search(record)
+                m = c.inside.search(logged)
                 kind = "contained"
             if m is None:
                 continue
@@ -211,16 +212,16 @@ def _rank(matches: list[Match]) -> list[Match]:
     return sorted(matches, key=lambda m: (_KIND_ORDER[m.kind], -m.score, m.id))
 
 
-def unwrap(record: str) -> str:
+def unwrap(message: str) -> str:
     """The message inside what users paste around it."""
-    m = PYDANTIC.search(record)
+    m = PYDANTIC.search(message)
     if m:
-        record = m.group(1)
-    record = EXCEPTION.sub("", record.strip(), count=1)
-    return record.strip()
+        message = m.group(1)
+    message = EXCEPTION.sub("", message.strip(), count=1)
+    return message.strip()
 
 
-def records(text: str) -> list[tuple[int, str]]:
+def log_messages(text: str) -> list[tuple[int, str]]:
     """Split a paste or a log into messages: a log line, a traceback line or an exception
     line starts a new one; other lines continue it (messages with newlines in their values)."""
     text = ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
@@ -242,8 +243,8 @@ def records(text: str) -> list[tuple[int, str]]:
 def explain(text: str, matcher: Matcher) -> Explanation:
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
-    for line, record in records(text):
-        matches = matcher.match(record)
+    for line, logged in log_messages(text):
+        matches = matcher.match(logged)
         if not matches:
             continue
         best = matches[0]
@@ -252,12 +253,12 @@ def explain(text: str, matcher: Matcher) -> Explanation:
             f = found[key]
             found[key] = Found(f.line, f.message, f.best, f.others, f.count + 1)
             continue
-        found[key] = Found(line, unwrap(record), best, tuple(matches[1:]))
+        found[key] = Found(line, unwrap(logged), best, tuple(matches[1:]))
         order.append(key)
     if found:
         return Explanation(tuple(found[k] for k in order))
     # Nothing matched whole: a message cut off at the end, else the closest templates.
-    candidates = [unwrap(r) for _, r in records(text)]
+    candidates = [unwrap(r) for _, r in log_messages(text)]
     message = max(candidates, key=len) if candidates else ""
     cut = matcher.truncated(message)
     if cut:
@@ -267,11 +268,14 @@ def explain(text: str, matcher: Matcher) -> Explanation:
 
 def load_index(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        index = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise KBError("no match index there (build the site first, or leave out --site/--index)", str(path)) from None
     except (OSError, ValueError) as e:
         raise KBError(f"not a readable match index: {e}", str(path)) from None
+    if not isinstance(index, dict):
+        raise KBError("not a match index: a JSON object is expected", str(path))
+    return index
 
 
 def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
@@ -333,7 +337,7 @@ SAMPLES = ["7", "bfloat16", "Qwen/Qwen3-8B", "a b c", "3.5", "None"]
 
 
 def fill(entry: dict[str, Any], rng: random.Random) -> str:
-    parts = entry["parts"]
+    parts: list[str] = entry["parts"]
     return parts[0] + "".join(rng.choice(SAMPLES) + p for p in parts[1:])
 
 
@@ -365,4 +369,4 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
 
 
 
-__all__: Sequence[str] = ["Explanation", "Found", "Match", "Matcher", "explain", "records", "unwrap"]
+__all__: Sequence[str] = ["Explanation", "Found", "Match", "Matcher", "explain", "log_messages", "unwrap"]

@@ -9,12 +9,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
-from kb.site.api import SiteInfo, facts_sentence
-from kb.checks.evaluate import readable
 from kb.model import Record
-from kb.records.present import github_url, trigger_text
+from kb.records.present import trigger_text
+from kb.site.api import SiteInfo
+from kb.site.views import ErrorView
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
 
@@ -41,9 +42,9 @@ def indent(text: str, by: str = "    ") -> str:
     return "\n".join(by + line if line.strip() else "" for line in text.splitlines())
 
 
-def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bool, api_prefix: str) -> str:
+def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_prefix: str) -> str:
     """One error page. `pages`: id -> title of the errors that have a page in this build."""
-    e = r.entry
+    r, e = view.record, view.entry
     # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
     out: list[str] = [f"---\ntitle: {json.dumps(html.escape(r.title))}\n---", "", f"# {md_text(r.title)}", "",
                       f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
@@ -55,7 +56,7 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
         out += [f'!!! warning "May be out of date since {md_text(info.label)}"', ""]
         out += [indent("\n".join(f"- {md_text(why)}" for why in r.stale)), ""]
     out += ["## Error message", "", fence(r.template or "(raised without a message)", "text"), ""]
-    if r.sites[0].pydantic_wrapped:
+    if view.sites[0].pydantic:
         out += ['!!! note "Wrapped by pydantic"', "",
                 indent("Raised while pydantic validates a config, so it reaches you as "
                        "`pydantic_core._pydantic_core.ValidationError: ... Value error, <message> [type=value_error, ...]`."),
@@ -64,21 +65,20 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
     if e is not None:
         out += [e.meaning.strip(), ""]
     else:
-        out += [md_text(facts_sentence(r)), "",
+        out += [md_text(view.facts), "",
                 "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
                 ""]
     out += ["## Source", ""]
-    for i, s in enumerate(r.sites):
+    for i, s in enumerate(view.sites):
         ex = s.excerpt
-        hl = " ".join(str(n - ex.start + 1) for n in range(s.line, s.fact.end_line + 1))
-        url = github_url(r.ref or info.tree.ref, s.file, s.line)
-        out += [f"Thrown at {code(f'{s.file}:{s.line}')} in {code(s.fact.qualname)}", ""]
+        hl = " ".join(str(n - ex.start + 1) for n in range(s.line, s.end_line + 1))
+        out += [f"Thrown at {code(f'{s.file}:{s.line}')} in {code(s.function)}", ""]
         if i < 3:
             out += [fence("\n".join(ex.lines), "python", f'linenums="{ex.start}" hl_lines="{hl}"'), ""]
-        out += [f"[View on GitHub (pinned to {md_text(r.ref or info.tree.ref)})]({url})", ""]
-    if e is not None and e.check is not None and checked:
+        out += [f"[View on GitHub (pinned to {md_text(view.ref)})]({s.github})", ""]
+    if e is not None and e.check is not None and view.check is not None:
         out += ["## Check your configuration", "",
-                f"vLLM raises this error when {code(readable(e.check.raises_when))}. Check a launch before spending "
+                f"vLLM raises this error when {code(view.check.condition)}. Check a launch before spending "
                 "GPU time:", "",
                 fence("kb check --model-config config.json -- vllm serve MODEL " +
                       " ".join(f"--{i.replace('_', '-')} ..." for i in e.check.inputs[:3]), "shell"), ""]
@@ -86,14 +86,14 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
     out += ([f"{n}. {s}" for n, s in enumerate(e.solutions, start=1)] if e is not None and e.solutions
             else ["*Not curated yet. The trigger below, taken from the source, tells which condition to change.*"])
     out += ["", "## Example fix", ""]
-    if e is not None and e.example_fix is not None:
-        x = e.example_fix
+    if view.fix is not None:
+        x = view.fix
         facts = [f"{code(f'{k}: {v}')}" for k, v in {**x.model_config, **x.hardware}.items()]
         if facts:
             out += ["Assuming " + ", ".join(facts) + ".", ""]
         lang = "shell" if x.language == "shell" else "python"
         out += ['=== "Before"', "", indent(fence(x.before, lang)), "", '=== "After"', "", indent(fence(x.after, lang)), ""]
-        if checked:
+        if x.checked:
             out += ["✔ Checked: `kb check` predicts this error for “before” and no error at all for “after”.", ""]
     else:
         out += ["*Not curated yet.*", ""]
@@ -108,8 +108,8 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
     out += ["", "## When it happens", "", "### Trigger", ""]
     if e is not None and e.trigger:
         out += [e.trigger.strip(), "", "From the source:", ""]
-    for s in r.sites[:3]:
-        out += [trigger_text(s, markdown=True), ""]
+    for site in r.sites[:3]:
+        out += [trigger_text(site, markdown=True), ""]
     out += ["### Common situations", ""]
     if e is not None and e.common_situations:
         for c in e.common_situations:
@@ -118,11 +118,10 @@ def error_markdown(r: Record, info: SiteInfo, pages: dict[str, str], checked: bo
     else:
         out.append("*Not curated yet.*")
     out += ["", "## Related errors", ""]
-    related = [o for o in r.related if o in pages]
-    out += [f"- [{md_text(pages[o])}]({o}.md)" for o in related] or ["None with a page here."]
-    if r.history:
+    out += [f"- [{md_text(pages[o.id])}]({o.id}.md)" for o in view.related if o.id in pages] or ["None with a page here."]
+    if view.history:
         out += ["", "## History", "", "| Release | Where |", "|---|---|"]
-        out += [f"| {a.release} | {code(a.file + ':' + ', '.join(map(str, a.lines)))} |" for a in r.history]
+        out += [f"| {h.release} | {code(h.file + ':' + h.lines)} |" for h in view.history]
     out += ["", "---", "",
             f"Source facts from [vllm-project/vllm@{md_text(info.tree.ref)}](https://github.com/vllm-project/vllm/tree/"
             f"{info.tree.ref}). Derived from the source: the message, the source excerpt, the trigger and the related "

@@ -3,7 +3,7 @@
     plugins:
       - search
       - vllm-errors:
-          release: 0.33.0        # or source: DIR, or git: URL + ref: REF
+          release: 0.33.0        # or source: DIR, or git: URL + ref: REF, or wheel: FILE
           path: errors           # where the pages go in the docs tree
           include: curated       # curated | all
 
@@ -14,7 +14,6 @@ MkDocs' navigation grows superlinearly with pages, and thousands of entries help
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Optional
@@ -23,15 +22,18 @@ from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
+from mkdocs.structure import StructureItem
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation, Section
+from mkdocs.structure.pages import Page
 
-from kb.paths import SCHEMAS
-from kb.site.api import SiteInfo, api_record, dumps
 from kb.errors import KBError
-from kb.explain.index import match_index
+from kb.jobs import curated_records, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, index_markdown, nav_title
 from kb.model import Record
+from kb.scan.source import SourceSpec
+from kb.site.api import SiteInfo, api_files, record_files
+from kb.site.views import error_view, summary
 
 log = logging.getLogger("mkdocs.plugins.vllm-errors")
 
@@ -46,6 +48,7 @@ class ErrorsConfig(Config):
     release = c.Optional(c.Type(str))
     source = c.Optional(c.Type(str))
     git = c.Optional(c.Type(str))
+    wheel = c.Optional(c.Type(str))
     ref = c.Optional(c.Type(str))
     errors = c.Optional(c.Type(str))
     path = c.Type(str, default="errors")
@@ -55,19 +58,17 @@ class ErrorsConfig(Config):
 
 class ErrorsPlugin(BasePlugin[ErrorsConfig]):
     def __init__(self) -> None:
+        self.spec: Optional[SourceSpec] = None
         self.records: list[Record] = []
         self.pages: dict[str, File] = {}
         self.index_file: Optional[File] = None
 
     def on_config(self, config: Any) -> Any:
         o = self.config
-        chosen = [k for k in ("release", "source", "git") if o[k]]
-        if len(chosen) > 1:
-            raise PluginError(f"vllm-errors: give one of release, source, git (got {', '.join(chosen)})")
-        if o.git and not o.ref:
-            raise PluginError("vllm-errors: git needs ref (a tag, branch or commit)")
-        if o.ref and not o.git:
-            raise PluginError("vllm-errors: ref goes with git")
+        try:  # the same rules as the command line's --source/--git/--ref/--vllm-version
+            self.spec = source_spec(source=o.source, git=o.git, ref=o.ref, vllm_version=o.release, wheel=o.wheel)
+        except KBError as e:
+            raise PluginError(f"vllm-errors: {_option_names(str(e))}") from None
         path = o.path.strip("/")
         if not path or ".." in path.split("/"):
             raise PluginError(f"vllm-errors: path must be a folder inside the docs, got {o.path!r}")
@@ -80,20 +81,12 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         return config
 
     def on_files(self, files: Files, config: Any) -> Files:
-        from kb.jobs import curated_records, scan_release
-        from kb.records.lint import verified_ids
-        from kb.scan.source import SourceSpec
-
         o = self.config
-        spec = SourceSpec(source_dir=o.source, git=o.git, ref=o.ref,
-                          vllm_version=o.release if (o.release or not (o.source or o.git)) else None)
-        if spec.vllm_version is None and not (o.source or o.git):
-            from kb import PINNED_VLLM
-
-            spec = SourceSpec(vllm_version=PINNED_VLLM)
+        if self.spec is None:
+            raise PluginError("vllm-errors: on_files ran before on_config")
         try:
-            scan = scan_release(spec)
-            merged = curated_records(scan, Path(o.errors) if o.errors else None,
+            scan = scan_release(self.spec)
+            merged = curated_records([("", scan)], Path(o.errors) if o.errors else None,
                                      warn=lambda text: log.info("vllm-errors: %s", text))
         except KBError as e:
             problems = "\n".join(getattr(e, "problems", []))
@@ -102,32 +95,24 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         records = list(merged.records)
         shown = [r for r in records if r.curated] if o.include == "curated" else records
         self.records = shown
-        ids = {r.id: r.title for r in shown}
-        checked = verified_ids(tuple(records))
+        titles = {r.id: r.title for r in shown}
+        summaries = {r.id: summary(r) for r in records}
         path = o.path.strip("/")
         api_prefix = "../" * (path.count("/") + 1)
         self.pages = {}
         for r in shown:
-            f = File.generated(config, f"{path}/{r.id}.md", content=error_markdown(r, info, ids, r.id in checked,
-                                                                                 api_prefix))
+            view = error_view(r, info, [summaries[i] for i in r.related])
+            f = File.generated(config, f"{path}/{r.id}.md", content=error_markdown(view, info, titles, api_prefix))
             files.append(f)
             self.pages[r.id] = f
         self.index_file = File.generated(config, f"{path}/index.md",
                                          content=index_markdown(shown, info, o.include, o.title))
         files.append(self.index_file)
         for r in records:  # the API has every error, whatever the pages include
-            text = dumps(api_record(r, info))
-            for name in (f"api/errors/{r.id}", f"api/errors/{r.id}.json"):
+            for name, text in record_files(r, info):
                 files.append(File.generated(config, name, content=text))
-        files.append(File.generated(config, "api/errors/index.json", content=json.dumps(
-            {"release": info.tree.release, "ref": info.tree.ref,
-             "errors": [{"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template,
-                         "file": r.file, "line": r.line, "curated": r.curated} for r in records]},
-            sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"))
-        files.append(File.generated(config, "api/match-index.json", content=json.dumps(
-            match_index(records, info.tree.release), sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"))
-        files.append(File.generated(config, "api/schema.json",
-                                    content=(SCHEMAS / "record.schema.json").read_text()))
+        for name, text in api_files(records, info):
+            files.append(File.generated(config, name, content=text))
         return files
 
     def on_nav(self, nav: Navigation, config: Any, files: Files) -> Navigation:
@@ -152,14 +137,24 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         nav.items = prune(nav.items)
         if self.index_file is None or self.index_file.page is None:
             return nav
-        in_nav = [self.index_file.page] + [self.pages[r.id].page for r in sorted(
-            (r for r in self.records if r.curated), key=lambda r: r.title.lower()) if self.pages[r.id].page is not None]
-        for page, r in zip(in_nav[1:], sorted((r for r in self.records if r.curated), key=lambda r: r.title.lower())):
-            page.title = nav_title(r)
-        section = Section(self.config.title, in_nav)
+        in_nav: list[Page] = [self.index_file.page]
+        for r in sorted((r for r in self.records if r.curated), key=lambda r: r.title.lower()):
+            page = self.pages[r.id].page
+            if page is not None:
+                page.title = nav_title(r)
+                in_nav.append(page)
+        section = Section(self.config.title, list[StructureItem](in_nav))
         for page in in_nav:
             page.parent = section
         nav.items.append(section)
         listed = {id(p) for p in nav.pages}
         nav.pages.extend(p for p in in_nav if id(p) not in listed)
         return nav
+
+
+def _option_names(text: str) -> str:
+    """The shared rules speak of command-line flags; the plugin's options have other names."""
+    for flag, option in (("--vllm-version", "release"), ("--source", "source"), ("--git", "git"), ("--ref", "ref"),
+                         ("--wheel", "wheel")):
+        text = text.replace(flag, option)
+    return text

@@ -1,5 +1,6 @@
-"""`kb lint`: the loader, the merge, every check's cases against vLLM's guard, and every
-example fix through `kb check`."""
+"""`kb lint`: the loader, the merge (which verifies every check's cases against vLLM's guard
+and every example fix through `kb check`), and the rule that each entry has a check or says
+why none can exist."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from kb.checks.predict import verify_check, verify_example_fix
-from kb.entries.load import Loaded, load_entries
+from kb.entries.load import load_entries
+from kb.model import ScanResult
 from kb.records.merge import Merged, merge
-from kb.model import Record, ScanResult
 
 
 @dataclass(frozen=True)
@@ -25,21 +25,11 @@ class LintReport:
     merged: Optional[Merged] = None
 
 
-def verified_ids(records: tuple[Record, ...]) -> set[str]:
-    """Ids whose check passes its cases (and vLLM's guard) and whose example fix runs right."""
-    ok: set[str] = set()
-    for r in records:
-        if r.entry is not None and r.entry.check is not None and not verify_check(r):
-            if r.entry.example_fix is None or not verify_example_fix(r, records):
-                ok.add(r.id)
-    return ok
-
-
 def lint(scan: ScanResult, folder: Path) -> LintReport:
-    loaded: Loaded = load_entries(folder)
-    problems = [str(p) for p in loaded.problems]
+    loaded = load_entries(folder)
     merged = merge(scan, loaded.entries)
-    problems += [str(p) for p in merged.problems]
+    problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems]
+    problems += [str(p) for p in merged.verification]
     checks = cases = fixes = 0
     manual: list[tuple[str, str, str]] = []
     no_check: list[tuple[str, str, str]] = []
@@ -55,10 +45,8 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
             continue
         checks += 1
         cases += len(e.check.cases)
-        problems += [str(p) for p in verify_check(r)]
         if e.check.source_check == "manual":
             manual.append((r.id, e.path, e.check.source_reason or ""))
         if e.example_fix is not None:
             fixes += 1
-            problems += [str(p) for p in verify_example_fix(r, merged.records)]
     return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged)

@@ -6,12 +6,19 @@ dropped: every entry either lands on its record or is reported."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Optional
 
-from kb.entries.load import Entry
-from kb.model import Record, ScanResult, Site
-from kb.records.present import related_ids, slug_base, subsystem_of, title_of, unique_slugs
+from kb.checks.verify import verify_records
+from kb.model import Entry, Located, RaiseSite, Record, ScanResult
+from kb.records.present import (
+    related_ids,
+    slug_base,
+    subsystem_of,
+    title_of,
+    unique_slugs,
+)
 
 if TYPE_CHECKING:
     from kb.releases.history import History
@@ -32,12 +39,13 @@ class Problem:
 
 @dataclass(frozen=True)
 class Merged:
-    records: tuple[Record, ...]
+    records: tuple[Record, ...]  # `checked` set where the entry's check and example fix pass
     problems: tuple[Problem, ...]
+    verification: tuple[Located, ...] = ()  # why the other checks did not pass
 
 
-def group_sites(sites: Sequence[Site]) -> dict[str, list[Site]]:
-    by_id: dict[str, list[Site]] = {}
+def group_sites(sites: Sequence[RaiseSite]) -> dict[str, list[RaiseSite]]:
+    by_id: dict[str, list[RaiseSite]] = {}
     for s in sites:
         by_id.setdefault(s.id, []).append(s)
     return by_id
@@ -66,8 +74,9 @@ def build_records(scan: ScanResult) -> list[Record]:
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,
           aliases: Optional[Mapping[str, tuple[str, str, str]]] = None) -> Merged:
-    """Attach each entry to its record. With a release history, an entry written for an id
-    that became an alias follows to the current id, marked stale until re-verified."""
+    """Attach each entry to its record and verify its check. With a release history, an entry
+    written for an id that became an alias follows to the current id, marked stale until
+    re-verified."""
     records = list(records) if records is not None else build_records(scan)
     aliases = aliases or {}
     by_id = {r.id: r for r in records}
@@ -100,10 +109,12 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
         related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
         by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     merged = tuple(by_id[r.id] for r in records)
-    return Merged(merged, tuple(problems))
+    verified = verify_records(merged)
+    merged = tuple(replace(r, checked=True) if verified.get(r.id) == [] else r for r in merged)
+    return Merged(merged, tuple(problems), tuple(p for found in verified.values() for p in found))
 
 
-def history_records(scans: Sequence[tuple[str, ScanResult]], history: "History") -> list[Record]:
+def history_records(scans: Sequence[tuple[str, ScanResult]], history: History) -> list[Record]:
     """The newest release's records plus the pages of removed errors (as their last release had
     them), each with its history and the older ids that lead to it."""
     newest = build_records(scans[-1][1])

@@ -9,11 +9,13 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Optional
+from typing import Optional
 
+from kb.model import RaiseSite
 from kb.scan.ids import is_id
-from kb.model import Site
 from kb.scan.messages import placeholders
 
 TITLE_MAX = 100
@@ -21,7 +23,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
-def title_of(template: str, site: Site) -> str:
+def title_of(template: str, site: RaiseSite) -> str:
     """The message's first sentence, cut at a word boundary; a fact-based title when empty."""
     text = " ".join(template.split())
     if not text or not _PLACEHOLDER.sub("", text).strip(" .:,;()[]'\"`"):
@@ -35,7 +37,7 @@ def title_of(template: str, site: Site) -> str:
     return cut.rstrip(" ,;:-(") + "…"
 
 
-def slug_base(template: str, site: Site) -> str:
+def slug_base(template: str, site: RaiseSite) -> str:
     words = _WORD.findall(_PLACEHOLDER.sub(" ", template).lower())[:10]
     if not words:
         words = _WORD.findall(f"{site.exception_class} {site.fact.qualname}".lower().replace("_", " "))[:10]
@@ -81,7 +83,7 @@ def subsystem_of(file: str) -> str:
     return parts[1] if len(parts) > 2 else "vllm"
 
 
-def guard_names(site: Site) -> set[str]:
+def guard_names(site: RaiseSite) -> set[str]:
     """Names the guard reads (not `self`), used to relate errors that test the same things."""
     names: set[str] = set()
     for term in site.fact.guard_terms:
@@ -104,40 +106,44 @@ def _term_names(term: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def trigger_facts(site: Site) -> dict[str, object]:
-    """The trigger written out from the guard: the innermost condition, what encloses it,
-    the local definitions it reads, and non-`if` contexts."""
+@dataclass(frozen=True)
+class Trigger:
+    """The trigger written out from the guard: the innermost condition, what encloses it, the
+    local definitions it reads, and non-`if` contexts."""
+
+    condition: str
+    inside: str
+    locals: tuple[tuple[str, str], ...]
+    contexts: tuple[str, ...]
+    function: str
+
+
+def trigger_of(site: RaiseSite) -> Trigger:
     terms = list(site.fact.guard_terms)
-    return {
-        "condition": terms[-1] if terms else "",
-        "inside": " and ".join(terms[:-1]),
-        "locals": [(d.name, d.source) for d in site.fact.locals],
-        "contexts": [c.source for c in site.fact.contexts],
-        "function": site.fact.qualname,
-    }
+    return Trigger(terms[-1] if terms else "", " and ".join(terms[:-1]),
+                   tuple((d.name, d.source) for d in site.fact.locals), tuple(c.source for c in site.fact.contexts),
+                   site.fact.qualname)
 
 
-def trigger_text(site: Site, markdown: bool = False) -> str:
+def trigger_text(site: RaiseSite, markdown: bool = False) -> str:
     """The trigger in plain sentences, built only from the source (`markdown` quotes code)."""
     q = "`" if markdown else ""
-    t = trigger_facts(site)
-    if t["condition"]:
-        text = f"Raised in {q}{t['function']}{q} when {q}{t['condition']}{q}"
-        if t["inside"]:
-            text += f", inside: {q}{t['inside']}{q}"
+    t = trigger_of(site)
+    if t.condition:
+        text = f"Raised in {q}{t.function}{q} when {q}{t.condition}{q}"
+        if t.inside:
+            text += f", inside: {q}{t.inside}{q}"
     else:
-        text = f"Raised whenever {q}{t['function']}{q} reaches this line (no enclosing condition in the function)"
-    contexts = t["contexts"]
-    if contexts:
-        text += "; within " + ", ".join(f"`{c}`" for c in contexts)  # type: ignore[union-attr]
+        text = f"Raised whenever {q}{t.function}{q} reaches this line (no enclosing condition in the function)"
+    if t.contexts:
+        text += "; within " + ", ".join(f"`{c}`" for c in t.contexts)
     text += "."
-    defs = t["locals"]
-    if defs:
-        text += " Where " + "; ".join(f"{q}{n} = {s}{q}" for n, s in defs) + "."  # type: ignore[union-attr]
+    if t.locals:
+        text += " Where " + "; ".join(f"{q}{n} = {s}{q}" for n, s in t.locals) + "."
     return text
 
 
-def related_ids(sites_by_id: dict[str, list[Site]], limit: int = 10) -> dict[str, tuple[str, ...]]:
+def related_ids(sites_by_id: dict[str, list[RaiseSite]], limit: int = 10) -> dict[str, tuple[str, ...]]:
     """Related errors: same function first, then same file, then shared guard variables."""
     by_function: dict[tuple[str, str], list[str]] = {}
     by_file: dict[str, list[str]] = {}
@@ -157,7 +163,7 @@ def related_ids(sites_by_id: dict[str, list[Site]], limit: int = 10) -> dict[str
     out: dict[str, tuple[str, ...]] = {}
     for ident, sites in sites_by_id.items():
         chosen: list[str] = []
-        by_line = lambda c: order[c]  # noqa: E731
+        by_line = lambda c: order[c]
         for key in sorted({(s.file, s.fact.qualname) for s in sites}):
             _add(chosen, ident, sorted(by_function.get(key, ()), key=by_line), limit)
         _add(chosen, ident, sorted(by_file.get(sites[0].file, ()), key=by_line), limit)

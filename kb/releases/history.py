@@ -11,24 +11,14 @@ new ids are *added*. Ids are never reused: the same id is always the same templa
 from __future__ import annotations
 
 import difflib
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
-from kb.model import ScanResult, Site
+from kb.model import Appearance, RaiseSite, ScanResult
 
 EDIT_RATIO = 0.8
-
-
-@dataclass(frozen=True)
-class Appearance:
-    """An id as it was in one release."""
-
-    release: str
-    id: str
-    file: str
-    lines: tuple[int, ...]
-    template: str
-    guard: str
 
 
 @dataclass(frozen=True)
@@ -49,7 +39,7 @@ class ReleaseDiff:
         return [c for c in self.changes if c.kind == kind]
 
     def counts(self) -> dict[str, int]:
-        out = {k: 0 for k in ("added", "removed", "edited", "moved", "guard", "line")}
+        out = dict.fromkeys(("added", "removed", "edited", "moved", "guard", "line"), 0)
         for c in self.changes:
             out[c.kind] += 1
         return out
@@ -68,8 +58,8 @@ class History:
         return self.appearances[ident][0].release
 
 
-def _by_id(scan: ScanResult) -> dict[str, list[Site]]:
-    out: dict[str, list[Site]] = {}
+def _by_id(scan: ScanResult) -> dict[str, list[RaiseSite]]:
+    out: dict[str, list[RaiseSite]] = {}
     for s in scan.sites:
         out.setdefault(s.id, []).append(s)
     return out
@@ -135,7 +125,7 @@ def build_history(scans: Sequence[tuple[str, ScanResult]]) -> History:
     successor: dict[str, tuple[str, str, str]] = {}  # old id -> (new id, kind, release)
     removed_at: dict[str, str] = {}
     present = {name: frozenset(s.id for s in scan.sites) for name, scan in scans}
-    for (old_name, old), (new_name, new) in zip(scans, scans[1:]):
+    for (old_name, old), (new_name, new) in itertools.pairwise(scans):
         d = diff_scans(old, new, old_name, new_name)
         diffs.append(d)
         for c in d.changes:

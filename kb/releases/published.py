@@ -6,6 +6,8 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
+from kb.errors import KBError
+
 _FILE = Path(__file__).with_name("releases.toml")
 
 
@@ -20,4 +22,7 @@ def pinned_release() -> str:
 
 
 def published_releases() -> list[str]:
-    return [str(v) for v in _data()["published"]]  # type: ignore[union-attr]
+    value = _data()["published"]
+    if not isinstance(value, list):
+        raise KBError("`published` must be a list of versions", str(_FILE))
+    return [str(v) for v in value]

@@ -13,6 +13,8 @@ import bisect
 import builtins
 import copy
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -155,7 +157,7 @@ class _Walker:
             head = f"while {unparse(node.test)}"
             self.with_context(Context("while", head, node.lineno), node.body)
             self.with_context(Context("while-else", head, node.lineno), node.orelse)
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, (ast.Try, ast.TryStar)):
             self.block(node.body)
             for handler in node.handlers:
                 head = "except" + (f" {ast.unparse(handler.type)}" if handler.type is not None else "")
@@ -177,20 +179,29 @@ class _Walker:
         if not body:
             return
         self.contexts.append(context)
-        self.block(body)
-        self.contexts.pop()
+        try:
+            self.block(body)
+        finally:
+            self.contexts.pop()
+
+    @contextmanager
+    def entered(self, name: str, kind: str, functions: list[_FuncNode]) -> Iterator[None]:
+        """Inside a function or class: the guard and contexts start afresh, and everything is
+        restored on the way out, whatever happens inside."""
+        saved = (self.terms, self.contexts, self.functions)
+        self.terms, self.contexts, self.functions = [], [], functions
+        self.names.append(name)
+        self.kinds.append(kind)
+        try:
+            yield
+        finally:
+            self.kinds.pop()
+            self.names.pop()
+            self.terms, self.contexts, self.functions = saved
 
     def function(self, node: _FuncNode) -> None:
-        saved = (self.terms, self.contexts)
-        self.terms, self.contexts = [], []  # the guard starts at the function body
-        self.names.append(node.name)
-        self.kinds.append("function")
-        self.functions.append(node)
-        self.block(node.body)
-        self.functions.pop()
-        self.kinds.pop()
-        self.names.pop()
-        self.terms, self.contexts = saved
+        with self.entered(node.name, "function", [*self.functions, node]):
+            self.block(node.body)
 
     def class_(self, node: ast.ClassDef) -> None:
         bases = tuple(b for b in (_last_name(b) for b in node.bases) if b)
@@ -198,16 +209,10 @@ class _Walker:
         pydantic = bool(set(bases) & _PYDANTIC_BASES) or any(
             _last_name(_decorator_callee(d)) in self.pydantic_decorators for d in node.decorator_list
         )
-        saved = (self.terms, self.contexts, self.functions)
-        self.terms, self.contexts, self.functions = [], [], []
-        self.names.append(node.name)
-        self.kinds.append("class")
         self.class_pydantic.append(pydantic)
-        self.block(node.body)
+        with self.entered(node.name, "class", []):
+            self.block(node.body)
         self.class_pydantic.pop()
-        self.kinds.pop()
-        self.names.pop()
-        self.terms, self.contexts, self.functions = saved
 
     # --- the raise itself -------------------------------------------------------------------
     def raise_(self, node: ast.Raise) -> None:
@@ -323,7 +328,7 @@ def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
     Nested functions and classes are not entered; at module level only top-level statements
     and those in module-level `if`/`try` blocks count.
     """
-    stack = list(reversed(body))
+    stack: list[ast.AST] = list(reversed(body))
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Assign):
@@ -367,11 +372,15 @@ def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int) -> as
     if earlier is None:
         return value
 
+    replacement: ast.expr = earlier
+
     class _Swap(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.expr:
-            return earlier if node.id == name else node  # type: ignore[return-value]
+            return replacement if node.id == name else node
 
-    return _Swap().visit(copy.deepcopy(value))
+    swapped = _Swap().visit(copy.deepcopy(value))
+    assert isinstance(swapped, ast.expr)
+    return swapped
 
 
 class _Resolver:

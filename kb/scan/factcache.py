@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 from kb.model import FileFacts
+from kb.paths import PACKAGE_DIR
 
-# Bump when extract() changes what it records: old rows are then simply not found.
-FACTS_VERSION = 1
+
+@lru_cache(maxsize=1)
+def scanner_digest() -> str:
+    """A hash of the code that turns a file's bytes into its facts (the scan stage and the
+    dataclasses it fills): any change to it starts a new cache, so stale facts are never served."""
+    h = hashlib.sha256()
+    for p in sorted([*(PACKAGE_DIR / "scan").glob("*.py"), PACKAGE_DIR / "model.py"]):
+        h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 class FactCache:
@@ -20,7 +31,11 @@ class FactCache:
             return
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(folder / f"facts-v{FACTS_VERSION}.sqlite")
+            name = f"facts-{scanner_digest()}.sqlite"
+            for old in folder.glob("facts-*.sqlite"):  # made by another version of the scanner
+                if old.name != name:
+                    old.unlink(missing_ok=True)
+            self.db = sqlite3.connect(folder / name)
             self.db.execute("CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, data TEXT NOT NULL)")
         except (OSError, sqlite3.Error):
             self.db = None  # a cache that cannot be opened only costs time

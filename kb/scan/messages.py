@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 # Returns the expression a name is bound to (already combined across `+=`), or None.
 Resolver = Callable[[str], Optional[ast.expr]]

@@ -2,7 +2,7 @@
 
 Files are parsed in worker processes (`jobs`), their facts cached by content hash; the
 exception classes are then resolved across the whole tree (a class subclassing ValueError
-anywhere, transitively, by name), and each matching raise becomes a `Site` with its id
+anywhere, transitively, by name), and each matching raise becomes a `RaiseSite` with its id
 and a 37-line excerpt.
 """
 
@@ -13,15 +13,16 @@ import gc
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
 from kb.errors import ScanError
+from kb.model import ClassFact, Excerpt, FileFacts, Located, RaiseSite, ScanResult
 from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
 from kb.scan.ids import ID_SCHEME, error_id
-from kb.model import ClassFact, Excerpt, FileFacts, ScanResult, Site, Located
 from kb.scan.source import Tree
 
 EXCERPT_RADIUS = 18
@@ -56,7 +57,7 @@ def scan(
     if strict and warnings:
         raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
-    sites: list[Site] = []
+    sites: list[RaiseSite] = []
     file_keys: dict[str, str] = {}
     for path, f, key in zip(paths, facts, keys):
         matching = [r for r in f.raises if chosen is None or r.exception_name in chosen]
@@ -67,7 +68,7 @@ def scan(
         quotes = _QuoteCounter(lines)
         for r in sorted(matching, key=lambda r: r.line):
             e = excerpt(lines, r.line)
-            sites.append(Site(error_id(r.template, path), path, r, r.exception_name,
+            sites.append(RaiseSite(error_id(r.template, path), path, r, r.exception_name,
                               Excerpt(e.start, e.lines, quotes.open_before(e.start))))
     size = tree.size if tree.size is not None else (lambda p: len(read(p)))
     return ScanResult(
@@ -94,9 +95,9 @@ def resolve_exceptions(roots: Sequence[str], classes: Iterable[ClassFact]) -> Op
     chosen = set(roots)
     for name in dir(builtins):
         obj = getattr(builtins, name)
-        if isinstance(obj, type) and issubclass(obj, BaseException):
-            if any(isinstance(getattr(builtins, r, None), type) and issubclass(obj, getattr(builtins, r)) for r in roots):
-                chosen.add(name)
+        if isinstance(obj, type) and issubclass(obj, BaseException) and any(
+                isinstance(getattr(builtins, r, None), type) and issubclass(obj, getattr(builtins, r)) for r in roots):
+            chosen.add(name)
     bases: dict[str, set[str]] = {}
     for c in classes:
         bases.setdefault(c.name, set()).update(c.bases)

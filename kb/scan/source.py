@@ -17,13 +17,17 @@ import sys
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Optional
 
 from kb.errors import SourceError
 from kb.model import TreeInfo
+
+if TYPE_CHECKING:
+    import git
 
 PACKAGE = "vllm/"
 VENDORED_PREFIXES = ("vllm/vllm_flash_attn/", "vllm/third_party/")
@@ -106,7 +110,7 @@ def select(paths: list[str], include_vendored: bool) -> tuple[list[str], int]:
 
 
 def _utc(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def version_info(data: bytes) -> tuple[Optional[str], Optional[str]]:
@@ -154,7 +158,7 @@ def _dir_version(root: Path) -> tuple[Optional[str], Optional[str]]:
     return version_info(f.read_bytes()) if f.is_file() else (None, None)
 
 
-def _work_tree(root: Path):  # -> Optional[git.Repo]
+def _work_tree(root: Path) -> Optional[git.Repo]:
     import git
 
     try:
@@ -184,11 +188,12 @@ def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
             commit = _resolve(repo, ref)
         if commit is None:
             raise SourceError(f"ref {ref!r} not found in {url}")
-        blobs = {
-            b.path: b.binsha
-            for b in commit.tree.traverse()
-            if isinstance(b, git.Blob) and b.path.startswith(PACKAGE) and b.path.endswith(".py")
-        }
+        blobs: dict[str, bytes] = {}
+        for b in commit.tree.traverse():
+            if isinstance(b, git.Blob):
+                path = str(b.path)
+                if path.startswith(PACKAGE) and path.endswith(".py"):
+                    blobs[path] = b.binsha
     except BaseException:
         repo.close()
         raise
@@ -200,7 +205,7 @@ def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
     return Tree(info, paths, excluded, lambda p: repo.odb.stream(blobs[p]).read(), repo.close)
 
 
-def _clone(url: str, cache: Path):  # -> git.Repo
+def _clone(url: str, cache: Path) -> git.Repo:
     import git
 
     location = _normalise_url(url)
@@ -228,7 +233,7 @@ def _normalise_url(url: str) -> str:
     return str(path.resolve())
 
 
-def _fetch(repo, url: str) -> None:  # repo: git.Repo
+def _fetch(repo: git.Repo, url: str) -> None:
     import git
 
     try:
@@ -237,7 +242,7 @@ def _fetch(repo, url: str) -> None:  # repo: git.Repo
         raise SourceError(f"cannot fetch {url}: {_git_reason(e)}") from None
 
 
-def _resolve(repo, ref: str):  # -> Optional[git.Commit]
+def _resolve(repo: git.Repo, ref: str) -> Optional[git.Commit]:
     import git
     from gitdb.exc import BadName, BadObject
 
@@ -247,8 +252,8 @@ def _resolve(repo, ref: str):  # -> Optional[git.Commit]
         return None
 
 
-def _git_reason(e) -> str:
-    text = (e.stderr or str(e)).strip().splitlines()
+def _git_reason(e: git.GitCommandError) -> str:
+    text = str(e.stderr or e).strip().splitlines()
     lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in text if line.strip()]
     return lines[-1] if lines else "git failed"
 
@@ -314,7 +319,7 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
     date = None
     if "vllm/_version.py" in members:
         version, commit = version_info(z.read("vllm/_version.py"))
-        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=timezone.utc))
+        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=UTC))
     version = version or expect
     ref = f"v{version}" if version else "main"
 

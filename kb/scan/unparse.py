@@ -27,7 +27,10 @@ if _Base is not None:
                 self.interleave(lambda: self.write(f" {operator} "), traverse, node.values)
 
     def unparse(node: ast.AST) -> str:
-        return _Unparser().visit(node)
+        text: str = _Unparser().visit(node)
+        return text
 
 else:  # pragma: no cover - every supported CPython has ast._Unparser
-    unparse = ast.unparse
+
+    def unparse(node: ast.AST) -> str:
+        return ast.unparse(node)

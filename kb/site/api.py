@@ -7,11 +7,14 @@ and a plain "not curated yet"; lists stay empty and optional fields null.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.model import REPO, Record, Site, TreeInfo
+from kb.explain.index import match_index_json
+from kb.files import compact_json
+from kb.model import REPO, RaiseSite, Record, TreeInfo
+from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, trigger_text
 
 SCHEMA_VERSION = 2
@@ -132,7 +135,7 @@ def alias_record(old: str, current: str, kind: str, release: str) -> dict[str, A
             else f"{kind} to another file in {release}"}
 
 
-def _site(s: Site, ref: str) -> dict[str, Any]:
+def _site(s: RaiseSite, ref: str) -> dict[str, Any]:
     return {
         "file": s.file,
         "line": s.line,
@@ -160,6 +163,17 @@ def _kebab(name: str) -> str:
     return "".join(out)
 
 
-def dumps(obj: Any) -> str:
-    """Compact and deterministic (C encoder: indenting would be 8x slower over 4,000 records)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+def record_files(record: Record, info: SiteInfo) -> list[tuple[str, str]]:
+    """/api/errors/<id> and the same with `.json`: one record, for the site and the MkDocs plugin."""
+    text = compact_json(api_record(record, info))
+    return [(f"api/errors/{record.id}", text), (f"api/errors/{record.id}.json", text)]
+
+
+def api_files(records: Sequence[Record], info: SiteInfo) -> Iterator[tuple[str, str]]:
+    """The API files about all records together: the index of ids, the record schema and the
+    match index that the site's lookup and `kb explain` read."""
+    yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
+        {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
+         "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
+    yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
+    yield "api/match-index.json", match_index_json(records, info.tree.release)

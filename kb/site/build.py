@@ -11,22 +11,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional, TypeVar
 
-from kb.site.api import SiteInfo, api_record, dumps
-from kb.site.highlight import css, highlight_excerpts
-from kb.records.lint import verified_ids
-from kb.explain.index import match_index
-from kb.releases.history import History
-from kb.records.merge import build_records
-from kb.site.releases import release_pages
+from kb.files import compact_json
 from kb.model import Record, ScanResult
+from kb.paths import PACKAGE_DIR, data_dir
+from kb.releases.history import History
+from kb.site.api import SiteInfo, api_files, api_record, record_files
+from kb.site.highlight import css, highlight_excerpts
 from kb.site.output import Output
-from kb.paths import PACKAGE_DIR, SCHEMAS, data_dir
+from kb.site.releases import release_pages
 from kb.site.render import (
+    browse_page,
     error_page,
     home_page,
     list_page,
@@ -34,12 +35,13 @@ from kb.site.render import (
     redirect_page,
     simple_page,
     templates_digest,
-    browse_page,
 )
+from kb.site.views import Summary, error_view, summary
 
 PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
 FILES_PAGE_SIZE = 200
 Progress = Callable[[str, int, int], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,32 +64,16 @@ class BuildReport:
     problems: tuple[str, ...] = field(default=())
 
 
-@dataclass(frozen=True)
-class _Summary:
-    """What a list or a related-errors link shows of a record."""
-
-    id: str
-    title: str
-    file: str
-    line: int
-    curated: bool
-    stale: bool = False
-
-
-def summary(r: Record) -> _Summary:
-    return _Summary(r.id, r.title, r.file, r.line, r.curated, bool(r.stale))
-
-
-def build_site(scan: ScanResult, options: BuildOptions, records: Optional[Sequence[Record]] = None,
+def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record],
                progress: Optional[Progress] = None, history: Optional[History] = None) -> BuildReport:
-    """The site of `scan` (the newest release). With a `history`, also its older ids (aliases
-    that redirect), the pages of removed errors (in `records`) and the release pages."""
+    """The site of `scan` (the newest release), from its merged records. With a `history`, also
+    its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
+    release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else ())
-    records = list(records) if records is not None else build_records(scan)
     out = Output(options.output)
     try:
-        report = _write_all(scan, records, info, out, options, progress)
+        report = _write_all(scan, list(records), info, out, options, progress)
         if history is not None:
             for path, text in release_pages(history, records, info):
                 out.write(path, text)
@@ -102,25 +88,23 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
                progress: Optional[Progress]) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
     globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
-    checked = verified_ids(tuple(records))  # checks whose cases and example fix pass: shown as checked
 
     # Which records changed since the last build: their four files are made from one key.
     todo: dict[str, list[Record]] = {}
     changed: list[tuple[Record, str]] = []
     for r in records:
-        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries, r.id in checked)
+        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries)
         if not out.unchanged(_record_paths(r), key):
             todo.setdefault(r.file, []).append(r)
             changed.append((r, key))
     total = len(changed)
     if progress:
         progress("pages", 0, total)
-    keys = dict((r.id, k) for r, k in changed)
-    with _Renderer(todo, summaries, info, options.jobs, checked) as pages:  # workers start rendering now
+    keys = {r.id: k for r, k in changed}
+    with _Renderer(todo, summaries, info, options.jobs) as pages:  # workers start rendering now
         for r, key in changed:
-            text = dumps(api_record(r, info))
-            out.write(f"api/errors/{r.id}", text, key)
-            out.write(f"api/errors/{r.id}.json", text, key)
+            for path, text in record_files(r, info):
+                out.write(path, text, key)
             out.write(f"errors/{r.slug}/index.html", redirect_page(f"errors/{r.slug}/index.html", f"errors/{r.id}/",
                                                                    r.title), key)
         largest = ("", 0)
@@ -145,18 +129,19 @@ def _record_paths(r: Record) -> tuple[str, ...]:
 
 
 def code_digest() -> str:
-    """Changes when kb's own code changes: part of every page's key, like the templates."""
+    """Changes when any of kb's code changes (every subpackage): part of every page's key, with
+    the templates' digest."""
     h = hashlib.sha256()
     for p in sorted(PACKAGE_DIR.rglob("*.py")):
         h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
 
 
-def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, _Summary], checked: bool) -> str:
+def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, Summary]) -> str:
     """Everything a record's page and JSON are made from: the source file's bytes (the sites
     follow from them), the curated entry, and what the page shows of related records."""
     h = hashlib.sha256(globals_key.encode())
-    h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), checked,
+    h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
                          repr(r.history), r.removed_since, r.ref, list(r.aliases),
                          [list(vars(summaries[i]).values()) for i in r.related]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
@@ -170,49 +155,49 @@ def _info_key(info: SiteInfo) -> list[Any]:
 
 
 # --- error pages, in worker processes --------------------------------------------------------
-def _render_group(records: list[Record], related: dict[str, _Summary], info: SiteInfo,
-                  checked: frozenset[str]) -> list[tuple[str, str, str]]:
+Group = tuple[list[Record], dict[str, Summary]]  # the records of one source file, their related links
+
+
+def _render_group(records: list[Record], related: dict[str, Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
     html_lines = highlight_excerpts(s.excerpt for r in records for s in r.sites)
     return [
         (r.id, f"errors/{r.id}/index.html",
-         error_page(r, info, [related[i] for i in r.related], html_lines, r.id in checked))
+         error_page(error_view(r, info, [related[i] for i in r.related]), info, html_lines))
         for r in records
     ]
 
 
-def _render_batch(batch: list[tuple[list[Record], dict[str, _Summary]]], info: SiteInfo,
-                  checked: frozenset[str]) -> list[tuple[str, str, str]]:
+def _render_batch(batch: list[Group], info: SiteInfo) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     for records, related in batch:
-        out.extend(_render_group(records, related, info, checked))
+        out.extend(_render_group(records, related, info))
     return out
-
 
 
 class _Renderer:
     """Error pages, rendered in worker processes from the moment it is entered; iterate it to
     collect (id, path, html). With one job, or few pages, they are rendered here, lazily."""
 
-    def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, _Summary], info: SiteInfo,
-                 jobs: Optional[int], checked: set[str]) -> None:
-        self.checked = frozenset(checked)
-        self.groups = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related}) for f in sorted(todo)]
+    def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, Summary], info: SiteInfo,
+                 jobs: Optional[int]) -> None:
+        self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related})
+                                    for f in sorted(todo)]
         self.info = info
         self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
         self.pool: Optional[ProcessPoolExecutor] = None
-        self.futures: list[Any] = []
+        self.futures: list[Future[list[tuple[str, str, str]]]] = []
 
     def __enter__(self) -> _Renderer:
         if self.workers > 1 and len(self.groups) >= 4:
             self.pool = ProcessPoolExecutor(max_workers=self.workers)
-            self.futures = [self.pool.submit(_render_batch, b, self.info, self.checked)
+            self.futures = [self.pool.submit(_render_batch, b, self.info)
                             for b in _batches(self.groups, self.workers * 6)]
         return self
 
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         if self.pool is None:
             for records, related in self.groups:
-                yield from _render_group(records, related, self.info, self.checked)
+                yield from _render_group(records, related, self.info)
             return
         for future in self.futures:
             yield from future.result()
@@ -222,9 +207,9 @@ class _Renderer:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _batches(groups: list[tuple[list[Record], dict[str, _Summary]]], count: int):
+def _batches(groups: list[Group], count: int) -> list[list[Group]]:
     order = sorted(range(len(groups)), key=lambda i: -sum(len(r.sites) for r in groups[i][0]))
-    batches: list[list[Any]] = [[] for _ in range(min(count, len(groups)))]
+    batches: list[list[Group]] = [[] for _ in range(min(count, len(groups)))]
     sizes = [0] * len(batches)
     for i in order:
         b = sizes.index(min(sizes))
@@ -234,7 +219,8 @@ def _batches(groups: list[tuple[list[Record], dict[str, _Summary]]], count: int)
 
 
 # --- everything else ---------------------------------------------------------------------------
-def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summaries: dict[str, _Summary]):
+def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo,
+                 summaries: dict[str, Summary]) -> Iterator[tuple[str, str]]:
     records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
     counts = scan.counts | {"curated": sum(1 for r in records if r.curated)}
     by_subsystem: dict[str, list[Record]] = {}
@@ -248,34 +234,32 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
 
     yield "index.html", home_page(info, curated, counts, subsystems, classes)
 
-    file_links: list[tuple[str, int, str]] = []
+    file_links: list[tuple[str, str]] = []  # (file, where its list starts)
     linked: set[str] = set()
     for name, group in sorted(by_subsystem.items()):
         pages = _paginate(group)
         for n, chunk in enumerate(pages, start=1):
             base = f"browse/{name}/"
             path = base + (f"page-{n}/" if n > 1 else "") + "index.html"
-            by_file: dict[str, list[_Summary]] = {}
+            by_file: dict[str, list[Summary]] = {}
             for r in chunk:
                 by_file.setdefault(r.file, []).append(summaries[r.id])
                 if r.file not in linked:
                     linked.add(r.file)
                     anchor = r.file.replace("/", "-").replace(".", "-")
-                    file_links.append((r.file, 0, f"{name}/{'page-%d/' % n if n > 1 else ''}#{anchor}"))
+                    file_links.append((r.file, f"{name}/{f'page-{n}/' if n > 1 else ''}#{anchor}"))
             yield path, list_page(path, info, f"{name}: errors by file", f"{len(group)} errors raised in vllm/{name}/."
                                   if name != "vllm" else f"{len(group)} errors raised in top-level modules of vllm/.",
                                   list(by_file.items()), {"pages": len(pages), "page": n, "base": base},
                                   [("browse/", "Browse")])
-    per_file = {}
-    for r in records:
-        per_file[r.file] = per_file.get(r.file, 0) + 1
-    files = sorted((f, per_file[f], "../" + href) for f, _, href in file_links)
-    file_pages = [files[i : i + FILES_PAGE_SIZE] for i in range(0, len(files), FILES_PAGE_SIZE)] or [[]]
-    for n, chunk in enumerate(file_pages, start=1):
+    per_file = Counter(r.file for r in records)
+    files = sorted((f, per_file[f], "../" + href) for f, href in file_links)
+    file_pages = _paginate(files, FILES_PAGE_SIZE)
+    for n, rows in enumerate(file_pages, start=1):
         path = "browse/files/" + (f"page-{n}/" if n > 1 else "") + "index.html"
         fix = "../" if n > 1 else ""
         yield path, simple_page(path, "files.html.jinja2", info, "Errors by file",
-                                files=[(f, c, fix + h) for f, c, h in chunk],
+                                files=[(f, c, fix + h) for f, c, h in rows],
                                 pager={"pages": len(file_pages), "page": n, "base": "browse/files/"},
                                 crumbs=[("browse/", "Browse")], total=len(files))
     yield "browse/index.html", browse_page(info, subsystems, classes, len(files))
@@ -290,7 +274,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
 
     yield "search/index.html", simple_page("search/index.html", "search.html.jinja2", info, "Search errors")
     example = next((r for r in records if r.id == "d97d5d8528e2b364"), records[0] if records else None)
-    example_json = dumps(api_record(example, info)) if example else "{}"
+    example_json = compact_json(api_record(example, info)) if example else "{}"
     yield "api/index.html", simple_page("api/index.html", "api.html.jinja2", info, "JSON API",
                                         example=example, example_json=example_json)
     readme = data_dir("errors") / "README.md"
@@ -299,14 +283,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
                                                      readme.read_text(encoding="utf-8"))
     yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found").replace(
         'href="./', 'href="/').replace('src="./', 'src="/')
-    yield "api/errors/index.json", json.dumps(
-        {"release": info.tree.release, "ref": info.tree.ref, "errors": [
-            {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
-             "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in every]},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
-    yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
-    yield "api/match-index.json", json.dumps(match_index(records, info.tree.release), sort_keys=True,
-                                             ensure_ascii=False, separators=(",", ":")) + "\n"
+    yield from api_files(every, info)
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
         yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem)
@@ -317,8 +294,8 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     yield "static/code.css", _code_css()
 
 
-def _paginate(group: list[Record]) -> list[list[Record]]:
-    return [group[i : i + PAGE_SIZE] for i in range(0, len(group), PAGE_SIZE)] or [[]]
+def _paginate(items: list[T], size: int = PAGE_SIZE) -> list[list[T]]:
+    return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
 
 
 def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]]) -> str:

@@ -6,7 +6,7 @@ once. Each line's spans are closed at its end, so lines can be sliced out per si
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -48,4 +48,5 @@ def highlight_excerpts(excerpts: Iterable[Excerpt]) -> dict[int, str]:
 
 
 def css(style: str = "default", scope: str = ".code") -> str:
-    return HtmlFormatter(style=style).get_style_defs(scope)
+    rules: str = HtmlFormatter(style=style).get_style_defs(scope)  # type: ignore[no-untyped-call]
+    return rules

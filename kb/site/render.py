@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 from urllib.parse import urlencode
-
-import json
 
 import jinja2
 from markupsafe import Markup, escape
@@ -18,21 +17,17 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
-from kb.site.api import SiteInfo, facts_sentence
-from kb.site.highlight import highlight_excerpts
 from kb.entries.markdown import to_html, to_inline_html
-from kb.model import Record, Site
+from kb.model import Record
 from kb.paths import data_dir
-from kb.checks.evaluate import readable, to_tree
-from kb.records.present import github_url, trigger_facts
-from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.site.api import SiteInfo
+from kb.site.highlight import highlight_excerpts
+from kb.site.views import ErrorView, SiteView, Summary
 
-FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
-SHORT_RADIUS = 3
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment(templates: Optional[str] = None) -> jinja2.Environment:
     folder = Path(templates) if templates else data_dir("templates")
     env = jinja2.Environment(
@@ -69,7 +64,7 @@ def message_html(template: str) -> Markup:
         out.append(f'<var class="ph" title="a value filled in at run time">{escape(m.group(0))}</var>')
         last = m.end()
     out.append(str(escape(template[last:])))
-    return Markup("".join(out))  # noqa: S704 - every part escaped above
+    return Markup("".join(out))
 
 
 @dataclass(frozen=True)
@@ -89,39 +84,18 @@ def _common(info: SiteInfo, page: Page, title: str) -> dict[str, Any]:
 
 
 # --- error pages -------------------------------------------------------------------------------
-def site_view(site: Site, info: SiteInfo, html_lines: dict[int, str], full: bool, ref: Optional[str] = None) -> dict[str, Any]:
-    e = site.excerpt
-    numbers = range(e.start, e.end + 1) if full else range(max(e.start, site.line - SHORT_RADIUS),
-                                                           min(e.end, site.fact.end_line + SHORT_RADIUS) + 1)
-    return {
-        "file": site.file,
-        "line": site.line,
-        "end_line": site.fact.end_line,
-        "function": site.fact.qualname,
-        "exception": site.fact.exception,
-        "github": github_url(ref or info.tree.ref, site.file, site.line),
-        "excerpt": excerpt_html(site, numbers, html_lines),
-        "first": numbers[0],
-        "last": numbers[-1],
-        "full": full,
-        "trigger": trigger_facts(site),
-        "pydantic": site.pydantic_wrapped,
-        "validation": site.fact.validation,
-    }
-
-
-def excerpt_html(site: Site, numbers: range, html_lines: dict[int, str]) -> Markup:
+def excerpt_html(site: SiteView, html_lines: dict[int, str]) -> Markup:
     """The excerpt's lines with their numbers, the raise statement's lines marked. Built here,
     not in the template: 160,000 lines per release make a template loop the slow part."""
     e = site.excerpt
     rows = []
-    for n in numbers:
+    for n in range(site.first, site.last + 1):
         html = html_lines.get(n)
         if html is None:
             html = str(escape(e.lines[n - e.start]))
-        hit = " hit" if site.line <= n <= site.fact.end_line else ""
+        hit = " hit" if site.line <= n <= site.end_line else ""
         rows.append(f'<span class="row{hit}"><span class="ln" aria-hidden="true">{n}</span>{html}</span>')
-    return Markup("".join(rows))  # noqa: S704 - pygments escaped the code, numbers are ints
+    return Markup("".join(rows))
 
 
 def issue_url(record: Record, info: SiteInfo) -> str:
@@ -133,86 +107,24 @@ def issue_url(record: Record, info: SiteInfo) -> str:
 
 def code_html(code: str, language: str) -> Markup:
     lexer = BashLexer() if language == "shell" else PythonLexer()
-    return Markup(highlight(code.strip("\n"), lexer, HtmlFormatter(nowrap=True)))  # noqa: S704 - pygments escapes
+    return Markup(highlight(code.strip("\n"), lexer, HtmlFormatter(nowrap=True)))
 
 
-def fix_view(record: Record, checked: bool) -> Optional[dict[str, Any]]:
-    e = record.entry
-    if e is None or e.example_fix is None:
-        return None
-    x = e.example_fix
-    return {"model_config": x.model_config, "hardware": x.hardware, "language": x.language,
-            "before": code_html(x.before, x.language), "after": code_html(x.after, x.language),
-            "checked": checked}
-
-
-def check_view(record: Record, checked: bool) -> Optional[dict[str, Any]]:
-    """The check as the page shows it: inputs (with where each comes from), the condition,
-    and the same condition as a JSON tree for static/check.js."""
-    e = record.entry
-    if e is None or e.check is None or not checked:
-        return None
-    c = e.check
-    inputs = []
-    for name in c.inputs:
-        inp = INPUTS[name]
-        where = {"flag": " / ".join(inp.flags), "config": "config.json " + " or ".join(inp.paths[:2]),
-                 "hardware": "hardware"}[inp.kind]
-        default = inp.default if inp.default is not UNKNOWN else None
-        example = next((case.inputs[name] for case in c.cases if case.raises and name in case.inputs), default)
-        inputs.append({"name": name, "doc": inp.doc, "where": where, "type": inp.type,
-                       "value": "" if example is None else json.dumps(example) if not isinstance(example, str) else example})
-    return {"inputs": inputs, "condition": readable(c.raises_when), "tree": json.dumps(to_tree(c.raises_when)),
-            "manual": c.source_check == "manual", "reason": c.source_reason}
-
-
-def history_view(record: Record) -> list[dict[str, Any]]:
-    """One row per release the error appears in: where, and what changed since the row before."""
-    rows: list[dict[str, Any]] = []
-    previous = None
-    for a in record.history:
-        changes = []
-        if previous is not None:
-            if a.id != previous.id:
-                changes.append("message edited" if a.file == previous.file else f"moved from {previous.file}")
-            elif a.guard != previous.guard:
-                changes.append("guard changed")
-            elif a.lines != previous.lines:
-                changes.append("line moved")
-        rows.append({"release": a.release, "id": a.id, "file": a.file, "lines": ", ".join(map(str, a.lines)),
-                     "template": a.template, "changes": ", ".join(changes)})
-        previous = a
-    return rows
-
-
-def error_page(record: Record, info: SiteInfo, related: list[Record], html_lines: Optional[dict[int, str]] = None,
-               checked: bool = False) -> str:
+def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, str]] = None) -> str:
+    record, entry = view.record, view.entry
     page = Page(f"errors/{record.id}/index.html")
     if html_lines is None:
         html_lines = highlight_excerpts(s.excerpt for s in record.sites)
-    full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
-    sites = [site_view(s, info, html_lines, i < full, record.ref) for i, s in enumerate(record.sites)]
-    triggers: list[dict[str, Any]] = []  # sites with the same trigger are listed once
-    for view in sites:
-        same = next((t for t in triggers if t["trigger"] == view["trigger"]), None)
-        if same is None:
-            triggers.append({"trigger": view["trigger"], "lines": [view["line"]]})
-        else:
-            same["lines"].append(view["line"])
+    fix = view.fix
     ctx = _common(info, page, record.title) | {
         "r": record,
-        "e": record.entry,
-        "sites": sites,
-        "triggers": triggers,
-        "facts": facts_sentence(record),
-        "related": related,
+        "e": entry,
+        "v": view,
+        "excerpts": [excerpt_html(s, html_lines) for s in view.sites],
         "issue_url": issue_url(record, info),
-        "fix": fix_view(record, checked),
-        "check": check_view(record, checked),
-        "defensive_code": code_html(record.entry.defensive.code, "python")
-        if record.entry is not None and record.entry.defensive is not None else None,
-        "ref": record.ref or info.tree.ref,
-        "history": history_view(record),
+        "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
+        "defensive_code": code_html(entry.defensive.code, "python")
+        if entry is not None and entry.defensive is not None else None,
     }
     return environment().get_template("error.html.jinja2").render(ctx)
 
@@ -225,7 +137,7 @@ def redirect_page(path: str, target: str, title: str) -> str:
 
 
 # --- lists -----------------------------------------------------------------------------------------
-def list_page(path: str, info: SiteInfo, title: str, intro: str, groups: list[tuple[str, list[Record]]],
+def list_page(path: str, info: SiteInfo, title: str, intro: str, groups: list[tuple[str, list[Summary]]],
               pager: Optional[dict[str, Any]] = None, crumbs: Iterable[tuple[str, str]] = ()) -> str:
     page = Page(path)
     ctx = _common(info, page, title) | {"title": title, "intro": intro, "groups": groups, "pager": pager,
@@ -233,7 +145,7 @@ def list_page(path: str, info: SiteInfo, title: str, intro: str, groups: list[tu
     return environment().get_template("list.html.jinja2").render(ctx)
 
 
-def home_page(info: SiteInfo, curated: list[Record], counts: dict[str, int], subsystems: list[tuple[str, int]],
+def home_page(info: SiteInfo, curated: list[Summary], counts: dict[str, int], subsystems: list[tuple[str, int]],
               classes: list[tuple[str, int]]) -> str:
     page = Page("index.html")
     ctx = _common(info, page, "vLLM Error KB") | {"curated": curated, "counts": counts, "subsystems": subsystems,

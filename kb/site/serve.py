@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import http.server
+import io
 import os
 import posixpath
 import urllib.parse
 from functools import partial
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from kb.errors import KBError
+
+_TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+          ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
+          ".html": "text/html; charset=utf-8", ".xml": "application/xml", ".txt": "text/plain; charset=utf-8"}
 
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     """Static files of one folder. `/api/...` paths without an extension are JSON; paths
     that leave the folder (`..`, encoded or not, or links pointing out) are refused."""
 
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
-                      ".html": "text/html; charset=utf-8", ".xml": "application/xml", ".txt": "text/plain; charset=utf-8"}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.extensions_map = _TYPES
+        super().__init__(*args, **kwargs)
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0])
@@ -29,14 +35,14 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             return str(root / "\0refused")  # never opened: does not exist
         return str(full)
 
-    def send_head(self):  # type: ignore[override]
+    def send_head(self) -> io.BytesIO | BinaryIO | None:
         raw = urllib.parse.unquote(self.path.split("?", 1)[0])
         if ".." in raw.split("/"):
             self.send_error(403, "Path outside the site")
             return None
         return super().send_head()
 
-    def guess_type(self, path: str) -> str:  # type: ignore[override]
+    def guess_type(self, path: str | os.PathLike[str]) -> str:
         rel = Path(path).resolve().relative_to(Path(self.directory).resolve()).as_posix() \
             if Path(path).resolve().is_relative_to(Path(self.directory).resolve()) else ""
         if rel.startswith("api/") and "." not in rel.rsplit("/", 1)[-1]:
@@ -56,7 +62,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             return
         super().send_error(code, message, explain)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         if os.environ.get("KB_SERVE_LOG"):
             super().log_message(format, *args)
 

@@ -1,0 +1,124 @@
+"""Every curated check proves itself before anything is rendered: its cases against its own
+condition and, unless manual, against vLLM's scanned guard (cross-validation); its example fix
+through `kb check` (before predicts the error, after predicts none)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from kb.checks.evaluate import evaluate, substitute
+from kb.checks.launch import command_words, parse_launch
+from kb.checks.predict import bindings_of, locals_of, predict
+from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.errors import ExprError, MissingInput
+from kb.model import Check, Located, RaiseSite, Record
+
+
+def verify_records(records: Sequence[Record]) -> dict[str, list[Located]]:
+    """The problems of every record whose entry has a check (an empty list: it is verified)."""
+    out: dict[str, list[Located]] = {}
+    for r in records:
+        if r.entry is not None and r.entry.check is not None:
+            problems = verify_check(r)
+            if r.entry.example_fix is not None:
+                problems += verify_example_fix(r, records)
+            out[r.id] = problems
+    return out
+
+
+def guard_site(r: Record) -> RaiseSite:
+    """The site the entry was verified against, else the first."""
+    e = r.entry
+    if e is not None and e.verified is not None:
+        for s in r.sites:
+            if s.fact.guard == e.verified.guard:
+                return s
+    return r.sites[0]
+
+
+def scanned_guard(r: Record, check: Check) -> ast.expr:
+    """The scanned guard with the check's bindings and the site's locals substituted."""
+    site = guard_site(r)
+    guard = site.fact.guard or "True"
+    return substitute(ast.parse(guard, mode="eval").body, bindings_of(check), locals_of(site))
+
+
+def case_values(check: Check, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    values = dict(inputs)
+    for name in check.inputs:
+        if name not in values:
+            default = INPUTS[name].default if name in INPUTS else UNKNOWN
+            if default is not UNKNOWN:
+                values[name] = default
+    return values
+
+
+def verify_check(r: Record) -> list[Located]:
+    """Run every case against raises_when and, unless manual, against the scanned guard."""
+    e = r.entry
+    assert e is not None and e.check is not None
+    check = e.check
+    problems: list[Located] = []
+    guard: Optional[ast.expr] = None
+    if check.source_check != "manual":
+        try:
+            guard = scanned_guard(r, check)
+        except (SyntaxError, ExprError) as err:
+            problems.append(Located(e.path, check.line, f"the scanned guard cannot be read: {err}"))
+    for case in check.cases:
+        values = case_values(check, case.inputs)
+        try:
+            got = bool(evaluate(check.raises_when, values))
+        except MissingInput as err:
+            problems.append(Located(e.path, case.line, f"case {err.message} (give it, or it needs a vocabulary default)"))
+            continue
+        except ExprError as err:
+            problems.append(Located(e.path, case.line, f"raises_when fails on this case: {err.message}"))
+            continue
+        if got != case.raises:
+            problems.append(Located(e.path, case.line, f"case says raises: {str(case.raises).lower()}, "
+                                                        f"but raises_when gives {str(got).lower()}"))
+        if guard is not None:
+            try:
+                by_source = bool(evaluate(guard, values))
+            except ExprError as err:
+                why = (f"reads {err.name!r}, which no binding or input covers" if isinstance(err, MissingInput)
+                       else f"`{guard_site(r).fact.guard}` cannot be evaluated ({err.message})")
+                problems.append(Located(e.path, check.line, f"vLLM's guard {why}: bind it in source_bindings, or set "
+                                                            f"source_check: manual with a reason"))
+                guard = None
+                continue
+            if by_source != case.raises:
+                problems.append(Located(e.path, case.line, f"vLLM's own guard gives {str(by_source).lower()} for this case, "
+                                                            f"the case says {str(case.raises).lower()}"))
+    return problems
+
+
+def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
+    """`before` must predict this error, `after` must predict no error at all."""
+    e = r.entry
+    assert e is not None and e.example_fix is not None and e.check is not None
+    fix = e.example_fix
+    line = e.line_of("example_fix")
+    if fix.language != "shell":
+        return [Located(e.path, line, "an entry with a check needs a shell example fix (a `vllm serve` command) "
+                                      "so that kb check can run it")]
+    problems: list[Located] = []
+    for side, text in (("before", fix.before), ("after", fix.after)):
+        launch = parse_launch(command_words(text), fix.model_config or None, fix.hardware or None)
+        for p in launch.problems:
+            problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
+        outcome = predict(records, launch)
+        ids = [p.record.id for p in outcome.predicted]
+        if side == "before" and r.id not in ids:
+            missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
+            why = f" (missing inputs: {', '.join(missing)})" if missing else ""
+            problems.append(Located(e.path, e.line_of("example_fix", side),
+                                    f"example_fix.before does not predict this error{why}"))
+        if side == "after" and ids:
+            problems.append(Located(e.path, e.line_of("example_fix", side),
+                                    "example_fix.after still predicts: " + "; ".join(
+                                        f"{p.record.id} ({p.message})" for p in outcome.predicted)))
+    return problems

@@ -1,0 +1,183 @@
+"""Records -> what an error page shows, once for every format: the site's HTML pages and the
+MkDocs plugin's Markdown pages are both rendered from these view models (pure functions)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from kb.checks.evaluate import readable, to_tree
+from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.model import Entry, Excerpt, RaiseSite, Record
+from kb.records.present import Trigger, github_url, trigger_of
+from kb.site.api import SiteInfo, facts_sentence
+
+FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
+SHORT_RADIUS = 3
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a list or a related-errors link shows of a record."""
+
+    id: str
+    title: str
+    file: str
+    line: int
+    curated: bool
+    stale: bool = False
+
+
+def summary(r: Record) -> Summary:
+    return Summary(r.id, r.title, r.file, r.line, r.curated, bool(r.stale))
+
+
+@dataclass(frozen=True)
+class SiteView:
+    file: str
+    line: int
+    end_line: int
+    function: str
+    exception: str
+    github: str
+    excerpt: Excerpt
+    first: int  # the excerpt lines shown: all of them (full) or a few around the raise
+    last: int
+    full: bool
+    trigger: Trigger
+    pydantic: bool
+    validation: Optional[str]
+
+
+@dataclass(frozen=True)
+class TriggerGroup:
+    """Sites with the same trigger are listed once, with their lines."""
+
+    trigger: Trigger
+    lines: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CheckInput:
+    name: str
+    doc: str
+    where: str
+    type: str
+    value: str  # an example value that raises, else the default, as the form shows it
+
+
+@dataclass(frozen=True)
+class CheckView:
+    inputs: tuple[CheckInput, ...]
+    condition: str
+    tree: str  # the condition as a JSON tree for static/check.js
+    manual: bool
+    reason: Optional[str]
+
+
+@dataclass(frozen=True)
+class FixView:
+    model_config: dict[str, Any]
+    hardware: dict[str, Any]
+    language: str
+    before: str
+    after: str
+    checked: bool
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    release: str
+    id: str
+    file: str
+    lines: str
+    template: str
+    changes: str
+
+
+@dataclass(frozen=True)
+class ErrorView:
+    record: Record
+    entry: Optional[Entry]
+    ref: str  # the git ref its sites link to
+    facts: str  # the fact sentence of an uncurated page
+    sites: tuple[SiteView, ...]
+    triggers: tuple[TriggerGroup, ...]
+    related: tuple[Summary, ...]
+    check: Optional[CheckView]
+    fix: Optional[FixView]
+    history: tuple[HistoryRow, ...]
+
+
+def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorView:
+    ref = record.ref or info.tree.ref
+    full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
+    sites = tuple(site_view(s, ref, i < full) for i, s in enumerate(record.sites))
+    groups: list[tuple[Trigger, list[int]]] = []
+    for view in sites:
+        same = next((g for g in groups if g[0] == view.trigger), None)
+        if same is None:
+            groups.append((view.trigger, [view.line]))
+        else:
+            same[1].append(view.line)
+    return ErrorView(
+        record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
+        triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
+        check=check_view(record), fix=fix_view(record), history=history_view(record),
+    )
+
+
+def site_view(site: RaiseSite, ref: str, full: bool) -> SiteView:
+    e = site.excerpt
+    first, last = (e.start, e.end) if full else (max(e.start, site.line - SHORT_RADIUS),
+                                                 min(e.end, site.fact.end_line + SHORT_RADIUS))
+    return SiteView(site.file, site.line, site.fact.end_line, site.fact.qualname, site.fact.exception,
+                    github_url(ref, site.file, site.line), e, first, last, full, trigger_of(site),
+                    site.pydantic_wrapped, site.fact.validation)
+
+
+def fix_view(record: Record) -> Optional[FixView]:
+    e = record.entry
+    if e is None or e.example_fix is None:
+        return None
+    x = e.example_fix
+    return FixView(x.model_config, x.hardware, x.language, x.before, x.after, record.checked)
+
+
+def check_view(record: Record) -> Optional[CheckView]:
+    """The check as the page shows it: inputs (with where each comes from), the condition,
+    and the same condition as a JSON tree for static/check.js. Only for verified checks."""
+    e = record.entry
+    if e is None or e.check is None or not record.checked:
+        return None
+    c = e.check
+    inputs = []
+    for name in c.inputs:
+        inp = INPUTS[name]
+        where = {"flag": " / ".join(inp.flags), "config": "config.json " + " or ".join(inp.paths[:2]),
+                 "hardware": "hardware"}[inp.kind]
+        default = inp.default if inp.default is not UNKNOWN else None
+        example = next((case.inputs[name] for case in c.cases if case.raises and name in case.inputs), default)
+        value = "" if example is None else example if isinstance(example, str) else json.dumps(example)
+        inputs.append(CheckInput(name, inp.doc, where, inp.type, value))
+    return CheckView(tuple(inputs), readable(c.raises_when), json.dumps(to_tree(c.raises_when)),
+                     c.source_check == "manual", c.source_reason)
+
+
+def history_view(record: Record) -> tuple[HistoryRow, ...]:
+    """One row per release the error appears in: where, and what changed since the row before."""
+    rows: list[HistoryRow] = []
+    previous = None
+    for a in record.history:
+        changes: list[str] = []
+        if previous is not None:
+            if a.id != previous.id:
+                changes.append("message edited" if a.file == previous.file else f"moved from {previous.file}")
+            elif a.guard != previous.guard:
+                changes.append("guard changed")
+            elif a.lines != previous.lines:
+                changes.append("line moved")
+        rows.append(HistoryRow(a.release, a.id, a.file, ", ".join(map(str, a.lines)), a.template, ", ".join(changes)))
+        previous = a
+    return tuple(rows)
