@@ -224,7 +224,7 @@ def parser() -> argparse.ArgumentParser:
     _errors_option(b)
     b.add_argument("--keep-going", action="store_true", help="skip malformed curated entries (reported) instead of failing")
     b.add_argument("--releases", metavar="X,Y,...|all",
-                   help="build over several release wheels, oldest first (`all`: the published list in kb/releases.toml)")
+                   help="build over several release wheels, oldest first (`all`: the published list in kb/releases/releases.toml)")
     b.add_argument("--refs", metavar="A,B,...", help="with --git: build over several refs, oldest first")
     b.set_defaults(func=cmd_build)
 

@@ -170,3 +170,17 @@ def test_parallel_render_matches_serial(tmp_path: Path) -> None:
     build_site(result, BuildOptions(tmp_path / "one", jobs=1), build_records(result))
     build_site(result, BuildOptions(tmp_path / "two", jobs=2), build_records(result))
     assert files_of(tmp_path / "one") == files_of(tmp_path / "two")
+
+
+def test_link_checker_finds_what_is_broken(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "a").mkdir(parents=True)
+    (site / "a/index.html").write_text('<p id="here">x</p><a href="../b/">b</a><a href="#here">ok</a>')
+    (site / "b").mkdir()
+    (site / "b/index.html").write_text(
+        '<a href="../a/#here">ok</a><a href="../a/#gone">anchor</a><a href="../missing/">missing</a>'
+        '<a href="/a/">root</a><a href="../../outside.html">out</a><a href="https://x.org/">ext</a>'
+        '<img src="../a/index.html?x=1&amp;y=2">')
+    assert broken_links(site) == [
+        "b/index.html: ../a/#gone (no such anchor)", "b/index.html: ../missing/",
+        "b/index.html: /a/ (root-absolute: breaks under a sub-path)", "b/index.html: ../../outside.html"]

@@ -138,3 +138,35 @@ def test_excerpts_know_when_they_start_inside_a_docstring(tmp_path: Path) -> Non
 
     html = highlight_excerpts([site.excerpt])
     assert html[16].startswith('<span class="sd">')  # lexed as the docstring it is, not as code
+
+
+def test_a_scanner_change_starts_a_new_facts_cache(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts cache is keyed by the scanner's own code: facts parsed by another version of
+    the scanner are never served (no hand-bumped version number)."""
+    from kb.scan import factcache
+
+    folder = tmp_path / "facts"
+    with from_dir(tree, include_vendored=False) as t:
+        scan(t, jobs=1, cache=FactCache(folder))
+    (old,) = folder.glob("facts-*.sqlite")
+    assert old.name == f"facts-{factcache.scanner_digest()}.sqlite"
+    monkeypatch.setattr(factcache, "scanner_digest", lambda: "0123456789abcdef")
+    parsed: list[bytes] = []
+    scan_module = importlib.import_module("kb.scan.scanner")
+    real = scan_module.extract
+    monkeypatch.setattr(scan_module, "extract", lambda data: parsed.append(data) or real(data))
+    cache = FactCache(folder)
+    with from_dir(tree, include_vendored=False) as t:
+        scan(t, jobs=1, cache=cache)
+    cache.close()
+    assert parsed  # parsed again, not served from the other version's cache
+    assert [p.name for p in folder.glob("facts-*.sqlite")] == ["facts-0123456789abcdef.sqlite"]
+
+
+def test_code_digest_covers_every_module() -> None:
+    from kb.paths import PACKAGE_DIR
+    from kb.site.build import code_files
+
+    files = set(code_files())
+    assert {PACKAGE_DIR / "scan/extract.py", PACKAGE_DIR / "site/render.py", PACKAGE_DIR / "model.py"} <= files
+    assert files == set(PACKAGE_DIR.rglob("*.py"))

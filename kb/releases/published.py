@@ -1,4 +1,4 @@
-"""Project settings read from kb/releases.toml (shipped with the package)."""
+"""Project settings read from kb/releases/releases.toml (shipped with the package)."""
 
 from __future__ import annotations
 

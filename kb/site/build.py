@@ -128,11 +128,16 @@ def _record_paths(r: Record) -> tuple[str, ...]:
     return (f"errors/{r.id}/index.html", f"api/errors/{r.id}", f"api/errors/{r.id}.json", f"errors/{r.slug}/index.html")
 
 
+def code_files() -> list[Path]:
+    """Every module of kb, in every subpackage."""
+    return sorted(PACKAGE_DIR.rglob("*.py"))
+
+
 def code_digest() -> str:
-    """Changes when any of kb's code changes (every subpackage): part of every page's key, with
-    the templates' digest."""
+    """Changes when any of kb's code changes: part of every page's key, with the templates'
+    digest (templates and static files)."""
     h = hashlib.sha256()
-    for p in sorted(PACKAGE_DIR.rglob("*.py")):
+    for p in code_files():
         h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
 
