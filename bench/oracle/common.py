@@ -80,6 +80,8 @@ def oracle_env(hardware: dict | None = None, version: str = DEFAULT_VERSION,
     env["DO_NOT_TRACK"] = "1"
     env["TOKENIZERS_PARALLELISM"] = "false"
     env["PYTHONUNBUFFERED"] = "1"
+    # vLLM logs to stdout by default; keep stdout for what the command itself prints.
+    env["VLLM_LOGGING_STREAM"] = "ext://sys.stderr"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # If anything builds Triton's CUDA helper module, link it against the stub, not a real driver.
     env["TRITON_LIBCUDA_PATH"] = str(stub_dir(version))

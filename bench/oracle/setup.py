@@ -149,21 +149,34 @@ def _is_elf(path: Path) -> bool:
 
 
 def scan_driver_symbols(site: Path) -> tuple[list[str], list[str]]:
-    """(the driver entry points to stub, the ELF files that link libcuda.so.1), relative to site."""
-    users, wanted, defined_elsewhere = [], set(), set()
+    """(the driver entry points to stub, the ELF files that link libcuda.so.1), relative to site.
+
+    The entry points are the ``cu[A-Z]*`` names that a file linking libcuda.so.1 leaves undefined,
+    less any that another library it links (found in the venv by file name) defines itself.
+    """
+    by_name: dict[str, list[Path]] = {}
+    users: list[tuple[Path, list[str]]] = []
     for path in sorted(site.rglob("*.so*")):
         # Skip libcuda itself, also copies that wheels vendor (PyNvVideoCodec ships libcuda-<hash>.so).
-        if not path.is_file() or path.is_symlink() or not _is_elf(path) or LIBCUDA_FILE.match(path.name):
+        if not path.is_file() or not _is_elf(path) or LIBCUDA_FILE.match(path.name):
             continue
-        if any(n.startswith("libcuda.so") for n in _elf_needed(path)):
-            users.append(str(path.relative_to(site)))
-            wanted |= {s for s in _dyn_symbols(path, defined=False) if DRIVER_SYMBOL.match(s)}
-        # A cu* name that another shipped library defines (e.g. cuFile*) is not a driver entry point.
-        defined_elsewhere |= {s for s in _dyn_symbols(path, defined=True) if DRIVER_SYMBOL.match(s)}
+        by_name.setdefault(path.name, []).append(path)
+        if path.is_symlink():
+            continue
+        needed = _elf_needed(path)
+        if any(LIBCUDA_FILE.match(n) for n in needed):
+            users.append((path, needed))
+    wanted: set[str] = set()
+    for path, needed in users:
+        undefined = {s for s in _dyn_symbols(path, defined=False) if DRIVER_SYMBOL.match(s)}
+        for name in needed:
+            for sibling in by_name.get(name, []):
+                undefined -= _dyn_symbols(sibling, defined=True)
+        wanted |= undefined
     # Entry points the CUDA runtime (libcudart, which dlopens libcuda.so.1) looks up first.
     wanted |= {"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuGetProcAddress", "cuGetProcAddress_v2",
                "cuGetErrorString", "cuGetErrorName", "cuGetExportTable"}
-    return sorted(wanted - defined_elsewhere), users
+    return sorted(wanted), sorted(str(p.relative_to(site)) for p, _ in users)
 
 
 def cuda_driver_version(site: Path) -> int:
@@ -197,10 +210,22 @@ def stub_source(symbols: list[str], driver_version: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def ensure_stub(py: Path, version: str) -> dict:
+def ensure_stub(py: Path, version: str, rescan: bool = False) -> dict:
     site = site_packages(py)
     out_dir = stub_dir(version)
     lib = out_dir / "libcuda.so.1"
+    # The scan (readelf/nm over every shared object in the venv) is redone only when what is
+    # installed changed: the key is the installed distributions and their versions.
+    key = hashlib.sha256(subprocess.run(
+        [str(py), "-c", "import importlib.metadata as m; print(sorted((d.metadata['Name'] or '', d.version) "
+                        "for d in m.distributions()))"],
+        capture_output=True, text=True, check=True).stdout.encode()).hexdigest()[:16]
+    scan_file = out_dir / "scan.json"
+    if not rescan and lib.exists() and scan_file.exists():
+        cached = json.loads(scan_file.read_text())
+        if cached.get("key") == key:
+            log(f"stub libcuda.so.1 present ({len(cached['symbols'])} entry points, installed set unchanged)")
+            return {"libcuda": str(lib), "symbols": cached["symbols"], "linked_by": cached["linked_by"]}
     symbols, users = scan_driver_symbols(site)
     src = stub_source(symbols, cuda_driver_version(site))
     digest = hashlib.sha256(src.encode()).hexdigest()[:16]
@@ -216,6 +241,7 @@ def ensure_stub(py: Path, version: str) -> dict:
     alias = out_dir / "libcuda.so"
     if not alias.exists():
         alias.symlink_to("libcuda.so.1")
+    scan_file.write_text(json.dumps({"key": key, "symbols": symbols, "linked_by": users}, indent=1) + "\n")
     return {"libcuda": str(lib), "symbols": symbols, "linked_by": users}
 
 
@@ -227,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ignore-pip-config", action="store_true",
                     help="install with PIP_CONFIG_FILE=/dev/null (when a machine-wide pip constraint caps torch "
                          "below what vllm pins)")
+    ap.add_argument("--rescan", action="store_true", help="redo the libcuda symbol scan even if nothing changed")
     args = ap.parse_args(argv)
     if args.venv:
         os.environ["KB_ORACLE_VENV"] = str(Path(args.venv).expanduser().resolve())
@@ -243,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_plugin(py, venv, args.ignore_pip_config)
     timings["plugin_s"] = round(time.monotonic() - t, 1)
     t = time.monotonic()
-    stub = ensure_stub(py, args.version)
+    stub = ensure_stub(py, args.version, args.rescan)
     timings["stub_s"] = round(time.monotonic() - t, 1)
 
     manifest = {
