@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from kb.errors import KBError, UsageError
+from kb.scan.scanner import DEFAULT_EXCEPTIONS
 from kb.scan.source import SourceSpec
 
 
@@ -132,7 +133,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from kb.jobs import diff_releases
-    from kb.scan.source import SourceSpec
 
     if args.git:
         old, new = SourceSpec(git=args.git, ref=args.old), SourceSpec(git=args.git, ref=args.new)
@@ -201,11 +201,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kb", description="vLLM Error KB: the error reference built from vLLM's source.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("scan", help="scan a vLLM tree and write every ValueError raise site as JSON")
+    s = sub.add_parser("scan", help="scan a vLLM tree and write every raise site of the chosen classes as JSON")
     _source_options(s)
     s.add_argument("-o", "--output", metavar="FILE", help="where to write the JSON (default: standard output)")
-    s.add_argument("--exceptions", default="ValueError",
-                   help="comma-separated classes to find (their subclasses count too), or 'all' (default ValueError)")
+    s.add_argument("--exceptions", default=",".join(DEFAULT_EXCEPTIONS),
+                   help="comma-separated classes to find (their subclasses count too); `vllm` stands for every "
+                        "exception class the tree defines; or 'all' (default: %(default)s)")
     s.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
     s.add_argument("--strict", action="store_true", help="fail when a file cannot be parsed")
     s.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")

@@ -20,7 +20,7 @@ from kb.model import ScanResult
 from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
-from kb.scan.scanner import Progress, scan
+from kb.scan.scanner import DEFAULT_EXCEPTIONS, Progress, scan
 from kb.scan.source import SourceSpec, open_tree
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def release_specs(source: Optional[str] = None, git: Optional[str] = None, ref: 
 
 
 # --- scan --------------------------------------------------------------------------------------
-def scan_release(spec: SourceSpec, exceptions: Sequence[str] = ("ValueError",), jobs: Optional[int] = None,
+def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTIONS, jobs: Optional[int] = None,
                  use_cache: bool = True, strict: bool = False, progress: Optional[Progress] = None,
                  pool: Optional[Executor] = None) -> ScanResult:
     cache = cache_dir()

@@ -72,7 +72,7 @@ def decide(kind):
     if kind == "a":
         raise StructuredDecisionError(f"cannot decide {kind}")
     elif kind == "b":
-        raise NotAValueError("not collected by default")
+        raise NotAValueError("an exception class of the tree, not a ValueError")
     else:
         msg = "unknown kind: "
         msg += kind

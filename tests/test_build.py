@@ -32,7 +32,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
 def test_one_page_and_record_per_id(site: Path) -> None:
     index = json.loads((site / "api/errors/index.json").read_text())
     ids = [row["id"] for row in index["errors"]]
-    assert len(ids) == 7 and DCP in ids
+    assert len(ids) == 8 and DCP in ids
     for ident in ids:
         assert (site / f"errors/{ident}/index.html").is_file()
         record = (site / f"api/errors/{ident}").read_bytes()
@@ -109,7 +109,7 @@ def test_no_broken_links_and_lean_pages(site: Path) -> None:
         assert page.stat().st_size < 50_000, page
         assert "http://" not in page.read_text().replace("http://www.sitemaps.org", "")  # no external requests
     html = (site / "index.html").read_text()
-    assert "0 of 7 errors curated" in html and 'action="search/"' in html
+    assert "0 of 8 errors curated" in html and 'action="search/"' in html
 
 
 def test_slug_redirects_and_site_files(site: Path) -> None:

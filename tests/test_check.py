@@ -163,7 +163,7 @@ def test_build_shows_the_checker_and_the_checked_fix(tmp_path: Path, tree: Path,
     record = json.loads((out / f"api/errors/{DCP_ID}.json").read_text())
     assert record["kb"]["curated"] and record["kb"]["check"]["raisesWhen"].startswith("decode_context_parallel_size > 1")
     assert record["exampleFix"].startswith("# before\nvllm serve org/m --tensor-parallel-size 16")
-    assert "2 of 8 errors curated" in (out / "index.html").read_text()
+    assert "2 of 9 errors curated" in (out / "index.html").read_text()
 
 
 def test_build_fails_on_malformed_entries_unless_keep_going(capsys, tmp_path: Path, tree: Path, entries: Path) -> None:

@@ -30,10 +30,10 @@ def test_scan_writes_valid_json(capsys, tree: Path, tmp_path: Path) -> None:
     out_file = tmp_path / "out" / "scan.json"
     code, out, err = run(capsys, "scan", "--source", str(tree), "-o", str(out_file), "--jobs", "1")
     assert code == 0 and out == ""
-    assert err.endswith(f"-> {out_file}\n") and err.startswith("6 sites, 6 ids in 6 files (1 vendored files excluded")
+    assert err.endswith(f"-> {out_file}\n") and err.startswith("7 sites, 7 ids in 6 files (1 vendored files excluded")
     doc = json.loads(out_file.read_text())
     jsonschema.validate(doc, SCHEMA)
-    assert doc["counts"]["sites"] == 6 and doc["release"] == "0.1.0"
+    assert doc["counts"]["sites"] == 7 and doc["release"] == "0.1.0"
     assert oct(out_file.stat().st_mode & 0o777) != oct(0o600)  # a normal file, not a private temp file
 
 
@@ -97,7 +97,7 @@ def test_python_dash_m_and_console_script(tree: Path, tmp_path: Path) -> None:
     a = subprocess.run([sys.executable, "-m", "kb", "scan", "--source", str(tree), "--quiet"], capture_output=True,
                        text=True, env=env, cwd=tmp_path)
     assert a.returncode == 0, a.stderr
-    assert json.loads(a.stdout)["counts"]["sites"] == 6
+    assert json.loads(a.stdout)["counts"]["sites"] == 7
     b = subprocess.run([sys.executable, "-m", "kb", "scan", "--source", str(tree), "--quiet", "--no-cache"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert b.stdout == a.stdout  # byte-identical on rerun, with or without the cache

@@ -49,7 +49,8 @@ def test_every_raise_valueerror_is_found(scan_0_33) -> None:
 def test_subclasses_of_valueerror_are_found(scan_0_33) -> None:
     classes = {s.exception_class for s in scan_0_33.sites}
     assert {"StructuredDecisionError", "MediaDownloadSizeExceededError"} <= classes
-    assert "VLLMValidationError" not in classes  # an Exception, not a ValueError, since 0.27
+    # Not ValueErrors since 0.27, but exception classes of vLLM's tree: in the default set.
+    assert {"VLLMValidationError", "ChatTemplateResolutionError", "RuntimeError", "NotImplementedError"} <= classes
 
 
 def test_quality_figures(scan_0_33) -> None:
@@ -165,8 +166,8 @@ def test_history_over_the_published_releases() -> None:
     assert [name for name, _ in scans] == published_releases()
     history = build_history(scans)
     lines = [(a.release, a.lines) for a in history.appearances[DCP_ID]]
-    assert lines == [("0.28.0", (1410,)), ("0.29.0", (1456,)), ("0.30.0", (1469,)), ("0.31.0", (1547,)),
-                     ("0.32.0", (1589,)), ("0.33.0", (1602,))]
+    assert lines == [("0.27.1", (1358,)), ("0.28.0", (1410,)), ("0.29.0", (1456,)), ("0.30.0", (1469,)),
+                     ("0.31.0", (1547,)), ("0.32.0", (1589,)), ("0.33.0", (1602,))]
     assert all(d.counts()["added"] > 0 for d in history.diffs)
 
 
@@ -176,4 +177,6 @@ def test_filled_templates_of_the_release_map_back() -> None:
 
     rt = round_trip(Matcher(load_index(match_index_for(SourceSpec(vllm_version="0.33.0")))))
     assert rt["other"] == 0 and rt["none"] == 0
-    assert (rt["own"] + rt["same_text"]) / rt["templates"] >= 0.995
+    # Raises without literal text (`raise NotImplementedError`, `{str(e)}`) have nothing to match.
+    assert rt["templates"] - rt["usable"] < 0.05 * rt["templates"]
+    assert (rt["own"] + rt["same_text"]) / rt["usable"] >= 0.995

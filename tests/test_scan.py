@@ -13,7 +13,7 @@ from kb.errors import ScanError
 from kb.scan.factcache import FactCache
 from kb.scan.ids import error_id
 from kb.model import ClassFact
-from kb.scan.scanner import excerpt, resolve_exceptions, scan, source_lines
+from kb.scan.scanner import DEFAULT_EXCEPTIONS, excerpt, resolve_exceptions, scan, source_lines
 from kb.scan.document import dumps
 from kb.scan.source import from_dir
 
@@ -42,6 +42,17 @@ def test_subclasses_resolve_transitively_by_name() -> None:
     assert resolve_exceptions(["TypeError"], classes) == {"TypeError"}
 
 
+def test_the_default_set_is_every_class_of_the_tree_and_three_builtins() -> None:
+    classes = [ClassFact("VLLMError", ("Exception",), 1), ClassFact("VLLMClientError", ("VLLMError",), 2),
+               ClassFact("VLLMValidationError", ("VLLMClientError",), 3), ClassFact("ShardError", ("ValueError",), 4),
+               ClassFact("Config", ("BaseModel",), 5), ClassFact("Helper", (), 6)]
+    chosen = resolve_exceptions(DEFAULT_EXCEPTIONS, classes)
+    assert chosen is not None
+    assert {"VLLMError", "VLLMClientError", "VLLMValidationError", "ShardError", "ValueError", "RuntimeError",
+            "TypeError", "NotImplementedError", "UnicodeDecodeError", "RecursionError"} <= chosen
+    assert not {"Config", "Helper", "Exception", "KeyError", "OSError", "vllm"} & chosen
+
+
 def test_scan_fixture_tree(tree: Path) -> None:
     with from_dir(tree, include_vendored=False) as t:
         result = scan(t, jobs=1)
@@ -55,11 +66,15 @@ def test_scan_fixture_tree(tree: Path) -> None:
         ("vllm/config/model.py", 34, "ValueError", "max_model_len must be non-negative, got {value}"),
         ("vllm/config/model.py", 39, "ValueError", "max_model_len of {self.max_model_len} is too small"),
         ("vllm/decoding.py", 6, "StructuredDecisionError", "cannot decide {kind}"),
+        ("vllm/decoding.py", 8, "NotAValueError", "an exception class of the tree, not a ValueError"),
         ("vllm/decoding.py", 12, "ValueError", "unknown kind: {kind}"),
     ]
     assert result.sites[1].id == "d97d5d8528e2b364"
-    assert result.counts == {"bytes": result.bytes, "excluded_files": 1, "files": 7, "ids": 6, "parse_warnings": 1,
-                             "sites": 6, "unresolved_templates": 0}
+    assert result.counts == {"bytes": result.bytes, "excluded_files": 1, "files": 7, "ids": 7, "parse_warnings": 1,
+                             "sites": 7, "unresolved_templates": 0}
+    with from_dir(tree, include_vendored=False) as t:
+        only = scan(t, ["ValueError"], jobs=1)
+    assert "NotAValueError" not in {s.exception_class for s in only.sites} and only.counts["sites"] == 6
     assert [str(w) for w in result.warnings] == ["vllm/broken.py:1: cannot parse: invalid syntax"]
     assert result.tree.release == "0.1.0" and result.tree.ref == "v0.1.0"
 

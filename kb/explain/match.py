@@ -343,11 +343,13 @@ def fill(entry: dict[str, Any], rng: random.Random) -> str:
 
 def round_trip(matcher: Matcher) -> dict[str, Any]:
     """Fill every template; it maps back when its own id is the best match, or shares the best
-    rank with ids whose template is the same text (one message raised in several files)."""
+    rank with ids whose template is the same text (one message raised in several files). It is
+    `ambiguous` when its own id is found but another template also fits the filled message and
+    ranks first (a value with spaces can be read either way); `other` when its own id is not found."""
     index = matcher.index
     rng = random.Random(0)
     usable = [e for e in index["entries"] if e["literal"] > 0]
-    own = same_text = other = none = 0
+    own = same_text = ambiguous = other = none = 0
     misses: list[str] = []
     for e in usable:
         ex = explain("ValueError: " + fill(e, rng), matcher)
@@ -361,11 +363,14 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
             own += 1
         elif any(m.id == e["id"] for m in tied) and all(m.entry["parts"] == e["parts"] for m in tied):
             same_text += 1
+        elif any(m.id == e["id"] for m in f.others):
+            ambiguous += 1
+            misses.append(f"ambiguous {e['id']} -> {f.best.id}: {e['parts']} vs {f.best.entry['parts']}")
         else:
             other += 1
             misses.append(f"{e['id']} -> {f.best.id}: {e['parts']} vs {f.best.entry['parts']}")
     return {"templates": len(index["entries"]), "usable": len(usable), "own": own, "same_text": same_text,
-            "other": other, "none": none, "misses": misses}
+            "ambiguous": ambiguous, "other": other, "none": none, "misses": misses}
 
 
 

@@ -27,12 +27,16 @@ from kb.scan.source import Tree
 
 EXCERPT_RADIUS = 18
 ALL = "all"
+TREE = "vllm"  # every exception class that the scanned tree defines
+# What users meet: ValueError (vLLM's config validation), the exception classes vLLM defines
+# (VLLMValidationError, ChatTemplateResolutionError, ...) and the builtins vLLM raises most.
+DEFAULT_EXCEPTIONS = ("ValueError", TREE, "RuntimeError", "TypeError", "NotImplementedError")
 Progress = Callable[[int, int], None]
 
 
 def scan(
     tree: Tree,
-    exceptions: Sequence[str] = ("ValueError",),
+    exceptions: Sequence[str] = DEFAULT_EXCEPTIONS,
     jobs: Optional[int] = None,
     cache: Optional[FactCache] = None,
     progress: Optional[Progress] = None,
@@ -88,11 +92,16 @@ def resolve_exceptions(roots: Sequence[str], classes: Iterable[ClassFact]) -> Op
     """The names of `roots` and of every class that subclasses one of them, transitively.
 
     Builtin subclasses count (UnicodeDecodeError is a ValueError); classes of the scanned
-    tree are matched by name across modules. None means every class (`all`).
+    tree are matched by name across modules. `vllm` stands for every exception class the tree
+    defines (a class whose bases lead to a builtin exception). None means every class (`all`).
     """
     if ALL in roots:
         return None
-    chosen = set(roots)
+    classes = list(classes)
+    chosen = set(roots) - {TREE}
+    if TREE in roots:
+        chosen |= resolve_exceptions(["BaseException"], classes) or set()
+        chosen -= _BUILTIN_EXCEPTIONS - set(roots)  # the tree's classes, not every builtin
     for name in dir(builtins):
         obj = getattr(builtins, name)
         if isinstance(obj, type) and issubclass(obj, BaseException) and any(
@@ -109,6 +118,10 @@ def resolve_exceptions(roots: Sequence[str], classes: Iterable[ClassFact]) -> Op
                 chosen.add(name)
                 changed = True
     return chosen
+
+
+_BUILTIN_EXCEPTIONS = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
+                       and issubclass(getattr(builtins, n), BaseException)}
 
 
 def source_lines(data: bytes) -> list[str]:

@@ -34,7 +34,8 @@ VENDORED_PREFIXES = ("vllm/vllm_flash_attn/", "vllm/third_party/")
 # Wheels of vLLM are platform wheels; any of these carries the same .py sources.
 WHEEL_PLATFORMS = (
     "manylinux_2_39_x86_64", "manylinux_2_35_x86_64", "manylinux_2_31_x86_64",
-    "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64",
+    "manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64",
 )
 # The CPython tags tried in turn: abi3 wheels (0.5 on) match the first; 0.2-0.4 were cp38-cp311 only.
 WHEEL_PYTHONS = ("3.12", "3.11", "3.10", "3.9", "3.8")

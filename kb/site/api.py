@@ -7,6 +7,7 @@ and a plain "not curated yet"; lists stay empty and optional fields null.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -155,12 +156,10 @@ def _site(s: RaiseSite, ref: str) -> dict[str, Any]:
 
 
 def _kebab(name: str) -> str:
-    out = []
-    for i, ch in enumerate(name):
-        if ch.isupper() and i and (not name[i - 1].isupper() or (i + 1 < len(name) and name[i + 1].islower())):
-            out.append("-")
-        out.append(ch.lower())
-    return "".join(out)
+    """`VLLMValidationError` -> `vllm-validation-error`; underscores and digits of private
+    classes (`_RemoteUnavailable`) do not make empty words."""
+    words = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", name)
+    return "-".join(w.lower() for w in words) or "error"
 
 
 def record_files(record: Record, info: SiteInfo) -> list[tuple[str, str]]:

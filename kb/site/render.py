@@ -22,7 +22,7 @@ from kb.model import Record
 from kb.paths import data_dir
 from kb.site.api import SiteInfo
 from kb.site.highlight import highlight_excerpts
-from kb.site.views import ErrorView, SiteView, Summary
+from kb.site.views import SHOWN_TRIGGERS, ErrorView, SiteView, Summary
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
@@ -120,7 +120,8 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "r": record,
         "e": entry,
         "v": view,
-        "excerpts": [excerpt_html(s, html_lines) for s in view.sites],
+        "excerpts": [excerpt_html(s, html_lines) if s.shown else Markup() for s in view.sites],
+        "shown_triggers": SHOWN_TRIGGERS,
         "issue_url": issue_url(record, info),
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")

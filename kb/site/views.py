@@ -15,6 +15,8 @@ from kb.site.api import SiteInfo, facts_sentence
 
 FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
 SHORT_RADIUS = 3
+SHOWN_EXCERPTS = 10  # sites past these are listed without an excerpt: keeps every page under 50 KB
+SHOWN_TRIGGERS = 20  # conditions written out on a page; the rest are the linked sites
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class SiteView:
     first: int  # the excerpt lines shown: all of them (full) or a few around the raise
     last: int
     full: bool
+    shown: bool  # its excerpt is on the page (else only its place and link)
     trigger: Trigger
     pydantic: bool
     validation: Optional[str]
@@ -113,7 +116,7 @@ class ErrorView:
 def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorView:
     ref = record.ref or info.tree.ref
     full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
-    sites = tuple(site_view(s, ref, i < full) for i, s in enumerate(record.sites))
+    sites = tuple(site_view(s, ref, i < full, i < SHOWN_EXCERPTS) for i, s in enumerate(record.sites))
     groups: list[tuple[Trigger, list[int]]] = []
     for view in sites:
         same = next((g for g in groups if g[0] == view.trigger), None)
@@ -128,12 +131,12 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorV
     )
 
 
-def site_view(site: RaiseSite, ref: str, full: bool) -> SiteView:
+def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True) -> SiteView:
     e = site.excerpt
     first, last = (e.start, e.end) if full else (max(e.start, site.line - SHORT_RADIUS),
                                                  min(e.end, site.fact.end_line + SHORT_RADIUS))
     return SiteView(site.file, site.line, site.fact.end_line, site.fact.qualname, site.fact.exception,
-                    github_url(ref, site.file, site.line), e, first, last, full, trigger_of(site),
+                    github_url(ref, site.file, site.line), e, first, last, full, shown, trigger_of(site),
                     site.pydantic_wrapped, site.fact.validation)
 
 
