@@ -30,6 +30,15 @@ def literal_parts(template: str) -> tuple[list[str], list[str]]:
     return parts, names
 
 
+_WORD = re.compile(r"[A-Za-z]{3}")
+
+
+def matchable(parts: list[str]) -> bool:
+    """Whether any text can be told to be this message: its literal text holds a word. A
+    template such as `{key}: {value}` or `{e}` would match nearly every line of a log."""
+    return any(_WORD.search(p) for p in parts)
+
+
 def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
     entries = []
     for r in records:
@@ -47,6 +56,7 @@ def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any
             "parts": parts,
             "names": names,
             "literal": sum(len(p) for p in parts),
+            "matchable": matchable(parts),
         }
         e = r.entry
         if e is not None:

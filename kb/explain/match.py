@@ -99,7 +99,7 @@ class Matcher:
         if self.index.get("format") != MATCH_FORMAT:
             raise KBError(f"not a match index ({MATCH_FORMAT})")
         frequency: dict[str, int] = {}
-        usable = [e for e in self.index["entries"] if e["literal"] > 0]  # "{e}" alone matches anything: never
+        usable = [e for e in self.index["entries"] if e.get("matchable")]  # "{k}: {v}" matches anything: never
         for e in usable:
             c = _Compiled(e)
             self.compiled.append(c)
@@ -348,7 +348,7 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
     ranks first (a value with spaces can be read either way); `other` when its own id is not found."""
     index = matcher.index
     rng = random.Random(0)
-    usable = [e for e in index["entries"] if e["literal"] > 0]
+    usable = [e for e in index["entries"] if e.get("matchable")]
     own = same_text = ambiguous = other = none = 0
     misses: list[str] = []
     for e in usable:

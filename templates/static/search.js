@@ -65,7 +65,7 @@
   function matchRecord(record) {
     var message = unwrap(record), out = [];
     index.entries.forEach(function (e) {
-      if (e.literal === 0) return;  // "{e}" alone would match anything
+      if (!e.matchable) return;  // "{key}: {value}" would match anything
       prepare(e);
       if (record.indexOf(e.longest) < 0) return;
       var m = e.exact.exec(message), kind = "exact";
@@ -83,7 +83,7 @@
   function truncated(message) {
     var out = [];
     index.entries.forEach(function (e) {
-      if (e.literal < MIN_LITERAL) return;
+      if (!e.matchable || e.literal < MIN_LITERAL) return;
       var parts = e.parts, first = parts[0];
       if (!first) return;
       if (first.indexOf(message) === 0) {
@@ -115,7 +115,7 @@
     if (!n) return [];
     var out = [];
     index.entries.forEach(function (e) {
-      if (e.literal < MIN_LITERAL) return;
+      if (!e.matchable || e.literal < MIN_LITERAL) return;
       prepare(e);
       var inter = 0, size = 0;
       for (var w in e.words) { size++; if (words[w]) inter++; }
