@@ -193,6 +193,8 @@ class Located:
 
 @dataclass(frozen=True)
 class ScanResult:
+    """Every raise site of the chosen classes in one tree, with what the scan read."""
+
     tree: TreeInfo
     id_scheme: str
     exceptions: tuple[str, ...]  # the resolved set of class names scanned for
@@ -244,12 +246,11 @@ class ExampleFix:
     model_config: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
 
-    def as_text(self) -> str:
-        return f"# before\n{self.before.strip()}\n# after\n{self.after.strip()}\n"
-
 
 @dataclass(frozen=True)
 class Defensive:
+    """Code that keeps the error from reaching users: validation, a type guard or try/except."""
+
     strategy: str
     title: str
     code: str

@@ -34,6 +34,8 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Outcome:
+    """What `kb check` found for one launch."""
+
     predicted: tuple[Prediction, ...]  # in vLLM's order within a function (by line)
     skipped: tuple[Skipped, ...]
     launch: Launch

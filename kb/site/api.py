@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from kb.explain.index import match_index_json
 from kb.files import compact_json
-from kb.model import REPO, RaiseSite, Record, TreeInfo
+from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, trigger_text
 
@@ -86,7 +86,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
         "triggerScenarios": triggers,
         "commonSituations": situations,
         "solutions": list(e.solutions) if e is not None else [],
-        "exampleFix": e.example_fix.as_text() if e is not None and e.example_fix is not None else None,
+        "exampleFix": _fix_text(e.example_fix) if e is not None and e.example_fix is not None else None,
         "handlingStrategy": strategy,
         "validationCode": defensive.code if defensive is not None and defensive.strategy == "validation" else None,
         "typeGuard": defensive.code if defensive is not None and defensive.strategy == "type-guard" else None,
@@ -153,6 +153,11 @@ def _site(s: RaiseSite, ref: str) -> dict[str, Any]:
         "excerptStart": s.excerpt.start,
         "excerptEnd": s.excerpt.end,
     }
+
+
+def _fix_text(fix: ExampleFix) -> str:
+    """ErrLookup's exampleFix is one text: before, then after."""
+    return f"# before\n{fix.before.strip()}\n# after\n{fix.after.strip()}\n"
 
 
 def _kebab(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from kb.checks.evaluate import readable, to_tree
 from kb.checks.vocab import INPUTS, UNKNOWN
@@ -54,15 +54,9 @@ class SiteView:
 
 
 @dataclass(frozen=True)
-class TriggerGroup:
-    """Sites with the same trigger are listed once, with their lines."""
-
-    trigger: Trigger
-    lines: tuple[int, ...]
-
-
-@dataclass(frozen=True)
 class CheckInput:
+    """One input of a check's form on the page."""
+
     name: str
     doc: str
     where: str
@@ -97,6 +91,13 @@ class HistoryRow:
     lines: str
     template: str
     changes: str
+
+
+class TriggerGroup(NamedTuple):
+    """Sites with the same trigger are listed once, with their lines."""
+
+    trigger: Trigger
+    lines: tuple[int, ...]
 
 
 @dataclass(frozen=True)
