@@ -182,6 +182,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if outcome.predicted else 0
 
 
+def cmd_wordings(args: argparse.Namespace) -> int:
+    from kb.jobs import write_wordings
+
+    path, count = write_wordings(Path(args.output) if args.output else None, use_cache=not args.no_cache)
+    print(f"{count} wordings of the published releases -> {path}", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from kb.site.serve import make_server
 
@@ -268,6 +276,12 @@ def parser() -> argparse.ArgumentParser:
     _release_options(c)
     c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     c.set_defaults(func=cmd_check)
+
+    w = sub.add_parser("wordings", help="scan every published release and write the wordings file that ships with "
+                                        "kb (the lookup's knowledge of older messages)")
+    w.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: kb/releases/wordings.json.gz)")
+    w.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    w.set_defaults(func=cmd_wordings)
 
     v = sub.add_parser("serve", help="serve a built site on 127.0.0.1 for local browsing")
     v.add_argument("folder", nargs="?", default="site", help="the built site (default: site)")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
-from kb.model import ScanResult
+from kb.model import ScanResult, Wording
 from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
@@ -160,7 +160,37 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
     scans = scan_releases(specs, jobs, use_cache, scan_progress)
     history = build_history(scans) if len(scans) > 1 else None
     merged = curated_records(scans, errors, keep_going, warn, history)
-    return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history)
+    return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
+                      wordings=release_wordings(scans, history))
+
+
+def release_wordings(scans: Sequence[tuple[str, ScanResult]], history: Optional[History] = None) -> \
+        tuple[Wording, ...]:
+    """The older wordings the lookup knows: those of the built releases, else (one release) the
+    ones shipped with kb when they end at this release."""
+    from kb.releases.wording import for_release, wordings
+
+    if len(scans) > 1:
+        from kb.releases.history import build_history
+
+        return wordings(scans, history or build_history(scans))
+    return for_release(scans[-1][1].tree.release)
+
+
+def write_wordings(path: Optional[Path] = None, use_cache: bool = True) -> tuple[Path, int]:
+    """Scan every published release and write the wordings file that ships with kb."""
+    from kb.releases.history import build_history
+    from kb.releases.wording import SHIPPED, dumps, wordings
+
+    scans = scan_releases(release_specs(releases="all"), use_cache=use_cache)
+    items = wordings(scans, build_history(scans))
+    target = path or SHIPPED
+    data = dumps(items, [name for name, _ in scans])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return target, len(items)
 
 
 def diff_releases(old: SourceSpec, new: SourceSpec, fmt: str = "text", use_cache: bool = True) -> str:
@@ -183,12 +213,13 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
 
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
+    wordings = release_wordings([("", result)])
     digest = hashlib.sha256(json.dumps([result.tree.ref, result.tree.commit, sorted(result.file_keys.items()),
                                         [repr(r.entry) for r in merged.records if r.entry is not None],
-                                        code_digest()]).encode()).hexdigest()[:16]
+                                        code_digest(), repr(wordings)]).encode()).hexdigest()[:16]
     path = cache_dir() / "match-index" / f"{result.tree.release or 'ref'}-{digest}.json"
     if not path.is_file():
-        write_atomic(path, match_index_json(merged.records, result.tree.release))
+        write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
     return path
 
 

@@ -315,6 +315,23 @@ class Entry:
 
 # --- releases ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class Wording:
+    """One error id as a range of releases raised it: what the lookup needs to recognise the
+    message users of those releases paste, and to say what it became."""
+
+    id: str
+    template: str
+    file: str
+    line: int
+    function: str
+    exception_class: str
+    first: str  # the first and last release that raise this id
+    last: str
+    current: Optional[str]  # the id raised in the newest release (itself when unchanged); None when removed
+    ended_in: Optional[str] = None  # the first release without this wording (edited, moved or removed then)
+
+
+@dataclass(frozen=True)
 class Appearance:
     """An id as it was in one release."""
 

@@ -105,7 +105,9 @@ def test_removed_errors_keep_their_page(built) -> None:
     assert r["kb"]["history"]["removedSince"] == "v3" and r["kb"]["history"]["lastSeen"] == "v2"
     html = (site / f"errors/{GONE}/index.html").read_text()
     assert "No longer raised since vLLM v3." in html
-    assert GONE not in (site / "api/match-index.json").read_text()  # search shows what the release raises
+    # The lookup still knows its wording, as an older one that no release raises now.
+    entries = [e for e in json.loads((site / "api/match-index.json").read_text())["entries"] if e["id"] == GONE]
+    assert [(e["older"], e["current"]) for e in entries] == [(True, None)]
 
 
 def test_release_pages_and_api(built) -> None:
@@ -142,3 +144,33 @@ def test_rebuild_keeps_every_unchanged_file(built, tmp_path: Path) -> None:
     assert main(["build", "--git", str(repo), "--refs", "v1,v2,v3", "--errors", str(entries), "-o", str(site),
                  "--quiet"]) == 0
     assert {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json"} == inodes
+
+
+def test_the_lookup_knows_every_wording_of_every_release(built, capsys) -> None:
+    """The match index of a multi-release build holds the older wordings too, each with the
+    releases that raised it and what became of it; the lookup ranks the release's own wording
+    first and says what an older one reads now."""
+    site, _ = built
+    index = json.loads((site / "api/match-index.json").read_text())
+    by_id = {e["id"]: e for e in index["entries"]}
+    assert by_id[ALPHA]["releases"] == ["v1", "v3"] and not by_id[ALPHA].get("older")
+    edited = by_id[EDIT_OLD]
+    assert (edited["older"], edited["releases"], edited["current"], edited["endedIn"]) == (True, ["v1", "v1"],
+                                                                                          EDIT_NEW, "v2")
+    assert by_id[MOVED_OLD]["current"] == MOVED_NEW and by_id[MOVED_OLD]["page"] == MOVED_NEW
+    gone = by_id[GONE]
+    assert (gone["current"], gone["endedIn"], gone["page"]) == (None, "v3", GONE)  # its removed page
+
+    assert main(["explain", "--site", str(site), "--json", "ValueError: the first message about things"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["found"]
+    assert (found["match"]["id"], found["match"]["olderWording"], found["match"]["currentId"]) == (
+        EDIT_OLD, True, EDIT_NEW)
+    assert found["match"]["url"] == f"/errors/{EDIT_NEW}/"
+    assert main(["explain", "--site", str(site), "ValueError: the first message about things"]) == 0
+    assert "This is the wording of vLLM v1; since v2 it reads: the first message about many things -> " \
+           f"{EDIT_NEW}" in capsys.readouterr().out
+    assert main(["explain", "--site", str(site), "ValueError: to be removed later"]) == 0
+    assert "Raised up to vLLM v2 (from v1); removed in v3." in capsys.readouterr().out
+    # The release's own wording first, older wording next: "alpha 5" is only ever the current id.
+    assert main(["explain", "--site", str(site), "--json", "alpha 5"]) == 0
+    assert json.loads(capsys.readouterr().out)["found"][0]["match"]["id"] == ALPHA

@@ -169,6 +169,30 @@ def test_history_over_the_published_releases() -> None:
     assert lines == [("0.27.1", (1358,)), ("0.28.0", (1410,)), ("0.29.0", (1456,)), ("0.30.0", (1469,)),
                      ("0.31.0", (1547,)), ("0.32.0", (1589,)), ("0.33.0", (1602,))]
     assert all(d.counts()["added"] > 0 for d in history.diffs)
+    # The wordings that ship with kb are exactly what the real wheels give (`kb wordings` rewrites them).
+    from kb.releases.wording import SHIPPED, dumps, wordings
+
+    assert SHIPPED.read_bytes() == dumps(wordings(scans, history), published_releases()), \
+        "kb/releases/wordings.json.gz is stale: run `kb wordings`"
+
+
+def test_the_pinned_lookup_knows_older_wording() -> None:
+    """On a fresh machine `kb explain` (the pinned release, shipped wordings) finds a 0.6-era
+    paste, with the releases that raised it and the current error closest to it."""
+    from kb.explain.match import Matcher, explain, load_index
+    from kb.jobs import match_index_for
+    from kb.releases.published import published_releases
+
+    paste = ("The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV "
+             "cache (20016). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+             "the engine.")
+    (found,) = explain(paste, Matcher(load_index(match_index_for(SourceSpec(vllm_version="0.33.0"))))).found
+    e = found.best.entry
+    order = published_releases()
+    assert e["older"] and e["current"] is None and order.index(e["releases"][0]) <= order.index("0.6.6.post1")
+    assert order.index(e["endedIn"]) > order.index(e["releases"][1])
+    assert dict(found.best.values) == {"max_model_len": "32768", "max_seq_len": "20016"}
+    assert found.closest is not None and found.closest.id == "eba7431588b95564"  # "To serve at least one request..."
 
 
 def test_filled_templates_of_the_release_map_back() -> None:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kb.files import compact_json
-from kb.model import Record
-from kb.records.present import template_parts
+from kb.model import Record, Wording
+from kb.records.present import template_parts, title_of
 
 MATCH_FORMAT = "kb-match/1"
 _SPACE = re.compile(r"\s+")
@@ -39,8 +39,13 @@ def matchable(parts: list[str]) -> bool:
     return any(_WORD.search(p) for p in parts)
 
 
-def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
+def match_index(records: Sequence[Record], release: str | None,
+                wordings: Sequence[Wording] = ()) -> dict[str, Any]:
+    """Every template the release raises, then every older wording (`wordings`: the ids of other
+    releases, with the releases that raised them and what became of them)."""
     entries = []
+    pages = {r.id for r in records}  # ids with a page in this build (removed ones too)
+    raised = {w.id: w for w in wordings}
     for r in records:
         if r.removed_since is not None:
             continue
@@ -58,15 +63,37 @@ def match_index(records: Sequence[Record], release: str | None) -> dict[str, Any
             "literal": sum(len(p) for p in parts),
             "matchable": matchable(parts),
         }
-        e = r.entry
-        if e is not None:
-            entry["meaning"] = normalize(e.meaning)[:400]
-            entry["solution"] = e.solutions[0] if e.solutions else ""
-            entry["text"] = normalize(" ".join([e.meaning, *e.solutions])).lower()
-        entries.append(entry)
+        if r.id in raised:
+            entry["releases"] = [raised[r.id].first, raised[r.id].last]
+        entries.append(entry | _curated(r))
+    current = {r.id: r for r in records if r.removed_since is None}
+    for w in wordings:
+        if w.id in current:
+            continue
+        parts, names = literal_parts(w.template)
+        successor = current.get(w.current) if w.current else None
+        entries.append({
+            "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
+            "file": w.file, "line": w.line, "func": w.function, "curated": successor.curated if successor else False,
+            "parts": parts, "names": names, "literal": sum(len(p) for p in parts), "matchable": matchable(parts),
+            "releases": [w.first, w.last], "older": True,
+            "current": successor.id if successor else None,
+            "currentTemplate": successor.template if successor else None,
+            "endedIn": w.ended_in,
+            "page": successor.id if successor else w.id if w.id in pages else None,
+        } | (_curated(successor) if successor else {}))
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}
 
 
-def match_index_json(records: Sequence[Record], release: str | None) -> str:
+def _curated(r: Record) -> dict[str, Any]:
+    """What the lookup shows of a curated entry: its meaning and first fix."""
+    e = r.entry
+    if e is None:
+        return {}
+    return {"meaning": normalize(e.meaning)[:400], "solution": e.solutions[0] if e.solutions else "",
+            "text": normalize(" ".join([e.meaning, *e.solutions])).lower()}
+
+
+def match_index_json(records: Sequence[Record], release: str | None, wordings: Sequence[Wording] = ()) -> str:
     """The file `/api/match-index.json`, as the site, the MkDocs plugin and `kb explain` read it."""
-    return compact_json(match_index(records, release))
+    return compact_json(match_index(records, release, wordings))

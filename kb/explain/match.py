@@ -15,7 +15,7 @@ import json
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -52,6 +52,7 @@ class Found:
     best: Match
     others: tuple[Match, ...] = ()  # less specific templates that match too
     count: int = 1  # occurrences of the same error with the same values
+    closest: Optional[Match] = None  # for the wording of a removed error: the most similar current error
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,9 @@ class Matcher:
                 seen[id(c)] = c
         return [c for c in seen.values() if c.longest in text]
 
-    def match(self, logged: str) -> list[Match]:
-        """Every template found in one normalised log message, most specific first."""
+    def match(self, logged: str, files: frozenset[str] = frozenset()) -> list[Match]:
+        """Every template found in one normalised log message, most specific first (`files`: the
+        vLLM files a traceback in the paste names, preferred among equals)."""
         message = unwrap(logged)
         out: list[Match] = []
         for c in self.candidates(logged):
@@ -133,9 +135,9 @@ class Matcher:
             if m is None:
                 continue
             out.append(Match(c.entry, kind, c.entry["literal"], _values(c.entry, m)))
-        return _rank(out)
+        return _rank(out, files)
 
-    def truncated(self, message: str) -> list[Match]:
+    def truncated(self, message: str, files: frozenset[str] = frozenset()) -> list[Match]:
         """The message cut off at the end: it matches the start of a template (at least 24
         literal characters of it). Templates that begin with a placeholder are not tried."""
         out = []
@@ -164,15 +166,15 @@ class Matcher:
                         values = tuple((n, v.strip()) for n, v in zip(c.entry["names"], groups) if v.strip())
                         out.append(Match(c.entry, "truncated", matched, values))
                     break
-        return _rank(out)[:5]
+        return _rank(out, files)[:5]
 
     def similar(self, message: str, limit: int = 5) -> list[Match]:
         words = {w.lower() for w in _WORD.findall(message)}
         if not words:
             return []
         scored = []
-        for template_words, c in self.word_sets:
-            if template_words and c.entry["literal"] >= MIN_LITERAL:
+        for template_words, c in self.word_sets:  # suggestions are errors of the release, not older wording
+            if template_words and c.entry["literal"] >= MIN_LITERAL and not c.entry.get("older"):
                 overlap = len(words & template_words) / len(words | template_words)
                 if overlap >= MIN_SIMILARITY:
                     scored.append(Match(c.entry, "similar", round(overlap, 3)))
@@ -208,8 +210,21 @@ def _values(entry: dict[str, Any], m: re.Match[str]) -> tuple[tuple[str, str], .
 _KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "similar": 3}
 
 
-def _rank(matches: list[Match]) -> list[Match]:
-    return sorted(matches, key=lambda m: (_KIND_ORDER[m.kind], -m.score, m.id))
+def _rank(matches: list[Match], files: frozenset[str] = frozenset()) -> list[Match]:
+    """Exact before contained before truncated; a template raised in a file that the paste's
+    traceback names before others (the same message is often raised in several files, and the
+    traceback tells which release's); the release's own wording before older wording; then the
+    most literal text."""
+    return sorted(matches, key=lambda m: (_KIND_ORDER[m.kind], m.entry["file"] not in files if files else False,
+                                          bool(m.entry.get("older")), -m.score, m.id))
+
+
+_TRACEBACK_FILE = re.compile(r'File "[^"\n]*?/(vllm/[^"\n]+\.py)"')
+
+
+def traceback_files(text: str) -> frozenset[str]:
+    """The files of vLLM's tree that a traceback in the text passes through."""
+    return frozenset(_TRACEBACK_FILE.findall(text))
 
 
 def unwrap(message: str) -> str:
@@ -243,8 +258,9 @@ def log_messages(text: str) -> list[tuple[int, str]]:
 def explain(text: str, matcher: Matcher) -> Explanation:
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    files = traceback_files(text)
     for line, logged in log_messages(text):
-        matches = matcher.match(logged)
+        matches = matcher.match(logged, files)
         if not matches:
             continue
         best = matches[0]
@@ -256,14 +272,23 @@ def explain(text: str, matcher: Matcher) -> Explanation:
         found[key] = Found(line, unwrap(logged), best, tuple(matches[1:]))
         order.append(key)
     if found:
-        return Explanation(tuple(found[k] for k in order))
+        return Explanation(tuple(_with_closest(found[k], matcher) for k in order))
     # Nothing matched whole: a message cut off at the end, else the closest templates.
     candidates = [unwrap(r) for _, r in log_messages(text)]
     message = max(candidates, key=len) if candidates else ""
-    cut = matcher.truncated(message)
+    cut = matcher.truncated(message, files)
     if cut:
-        return Explanation((Found(1, message, cut[0], tuple(cut[1:])),))
+        return Explanation((_with_closest(Found(1, message, cut[0], tuple(cut[1:])), matcher),))
     return Explanation((), tuple(matcher.similar(message)))
+
+
+def _with_closest(f: Found, matcher: Matcher) -> Found:
+    """The wording of an error no release raises any more: name the closest current error."""
+    e = f.best.entry
+    if not e.get("older") or e.get("current"):
+        return f
+    near = matcher.similar(" ".join(e["parts"]), limit=1)
+    return replace(f, closest=near[0]) if near else f
 
 
 def load_index(path: Path) -> dict[str, Any]:
@@ -281,15 +306,41 @@ def load_index(path: Path) -> dict[str, Any]:
 def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
     def match(m: Match) -> dict[str, Any]:
         e = m.entry
+        page = _page(e)
         return {"id": e["id"], "class": e["cls"], "file": e["file"], "line": e["line"], "function": e["func"],
                 "kind": m.kind, "score": m.score, "values": dict(m.values), "title": e["title"],
                 "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
-                "url": _url(e["id"], site_url)}
+                "url": _url(page, site_url) if page else None, "releases": e.get("releases"),
+                "olderWording": bool(e.get("older")), "currentId": e.get("current", e["id"]),
+                "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn")}
 
-    data = {"found": [{"line": f.line, "message": f.message, "count": f.count, "match": match(f.best),
-                       "others": [match(o) for o in f.others]} for f in ex.found],
+    def found(f: Found) -> dict[str, Any]:
+        out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best),
+               "others": [match(o) for o in f.others]}
+        if f.closest is not None:
+            out["closestCurrent"] = match(f.closest)
+        return out
+
+    data = {"found": [found(f) for f in ex.found],
             "suggestions": [match(s) for s in ex.suggestions]}
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _page(entry: dict[str, Any]) -> Optional[str]:
+    """The id whose page answers for this entry: its own, its successor's, or none."""
+    return str(entry["page"]) if entry.get("page") else None if entry.get("older") else str(entry["id"])
+
+
+def wording_note(entry: dict[str, Any]) -> Optional[str]:
+    """What the lookup says of older wording: which releases raised it, what it reads now."""
+    if not entry.get("older"):
+        return None
+    first, last = entry["releases"]
+    span = first if first == last else f"{first}–{last}"
+    if entry.get("current"):
+        return (f"This is the wording of vLLM {span}; since {entry['endedIn']} it reads: "
+                f"{entry['currentTemplate']} -> {entry['current']}")
+    return f"Raised up to vLLM {last} (from {first}); removed in {entry['endedIn']}."
 
 
 def _url(ident: str, site_url: Optional[str]) -> str:
@@ -314,13 +365,22 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
                "matched its start)"}[m.kind]
         seen = f", seen {f.count} times" if f.count > 1 else ""
         lines.append(f"  at line {f.line} of the input{seen}{how}: {e['title']}")
+        note = wording_note(e)
+        if note:
+            lines.append(f"  {note}")
+        if f.closest is not None:
+            c = f.closest.entry
+            lines.append(f"  The closest current error (similarity {f.closest.score:.2f}): {c['id']} {c['title']} "
+                         f"({_url(c['id'], site_url)})")
         for name, value in m.values:
             lines.append(f"    {name} = {value}")
         if e.get("meaning"):
             lines.append(f"  What it means: {e['meaning']}")
         if e.get("solution"):
             lines.append(f"  First fix: {e['solution']}")
-        lines.append(f"  {_url(e['id'], site_url)}")
+        page = _page(e)
+        if page:
+            lines.append(f"  {_url(page, site_url)}")
         same = [o for o in f.others if o.entry["parts"] == e["parts"]]
         rest = [o for o in f.others if o.entry["parts"] != e["parts"]]
         if same:
@@ -346,9 +406,9 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
     rank with ids whose template is the same text (one message raised in several files). It is
     `ambiguous` when its own id is found but another template also fits the filled message and
     ranks first (a value with spaces can be read either way); `other` when its own id is not found."""
-    index = matcher.index
+    own_entries = [e for e in matcher.index["entries"] if not e.get("older")]  # the release's own templates
     rng = random.Random(0)
-    usable = [e for e in index["entries"] if e.get("matchable")]
+    usable = [e for e in own_entries if e.get("matchable")]
     own = same_text = ambiguous = other = none = 0
     misses: list[str] = []
     for e in usable:
@@ -369,7 +429,7 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
         else:
             other += 1
             misses.append(f"{e['id']} -> {f.best.id}: {e['parts']} vs {f.best.entry['parts']}")
-    return {"templates": len(index["entries"]), "usable": len(usable), "own": own, "same_text": same_text,
+    return {"templates": len(own_entries), "usable": len(usable), "own": own, "same_text": same_text,
             "ambiguous": ambiguous, "other": other, "none": none, "misses": misses}
 
 

@@ -28,7 +28,7 @@ from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
 from kb.errors import KBError
-from kb.jobs import curated_records, scan_release, source_spec
+from kb.jobs import curated_records, release_wordings, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, index_markdown, nav_title
 from kb.model import Record
 from kb.scan.source import SourceSpec
@@ -111,7 +111,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):
                 files.append(File.generated(config, name, content=text))
-        for name, text in api_files(records, info):
+        for name, text in api_files(records, info, release_wordings([("", scan)])):
             files.append(File.generated(config, name, content=text))
         return files
 

@@ -60,7 +60,7 @@ def build_records(scan: ScanResult) -> list[Record]:
         Record(
             id=ident,
             slug=slugs[ident],
-            title=title_of(sites[0].template, sites[0]),
+            title=title_of(sites[0].template, sites[0].exception_class, sites[0].fact.qualname),
             template=sites[0].template,
             exception_class=sites[0].exception_class,
             sites=tuple(sites),

@@ -23,11 +23,11 @@ _WORD = re.compile(r"[a-z0-9]+")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
-def title_of(template: str, site: RaiseSite) -> str:
+def title_of(template: str, exception_class: str, function: str) -> str:
     """The message's first sentence, cut at a word boundary; a fact-based title when empty."""
     text = " ".join(template.split())
     if not text or not _PLACEHOLDER.sub("", text).strip(" .:,;()[]'\"`"):
-        return f"{site.exception_class} raised in {site.fact.qualname}"
+        return f"{exception_class} raised in {function}"
     first = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text, maxsplit=1)[0]
     if len(first) <= TITLE_MAX:
         return first

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from kb.explain.index import match_index_json
 from kb.files import compact_json
-from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo
+from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, trigger_text
 
@@ -173,11 +173,11 @@ def record_files(record: Record, info: SiteInfo) -> list[tuple[str, str]]:
     return [(f"api/errors/{record.id}", text), (f"api/errors/{record.id}.json", text)]
 
 
-def api_files(records: Sequence[Record], info: SiteInfo) -> Iterator[tuple[str, str]]:
+def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> Iterator[tuple[str, str]]:
     """The API files about all records together: the index of ids, the record schema and the
-    match index that the site's lookup and `kb explain` read."""
+    match index that the site's lookup and `kb explain` read (with the older wordings)."""
     yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
         {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
-    yield "api/match-index.json", match_index_json(records, info.tree.release)
+    yield "api/match-index.json", match_index_json(records, info.tree.release, wordings)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 from kb.files import compact_json
-from kb.model import Record, ScanResult
+from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
 from kb.releases.history import History
 from kb.site.api import SiteInfo, api_files, api_record, record_files
@@ -65,7 +65,8 @@ class BuildReport:
 
 
 def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record],
-               progress: Optional[Progress] = None, history: Optional[History] = None) -> BuildReport:
+               progress: Optional[Progress] = None, history: Optional[History] = None,
+               wordings: Sequence[Wording] = ()) -> BuildReport:
     """The site of `scan` (the newest release), from its merged records. With a `history`, also
     its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
     release pages."""
@@ -73,7 +74,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
                     history.releases if history is not None else ())
     out = Output(options.output)
     try:
-        report = _write_all(scan, list(records), info, out, options, progress)
+        report = _write_all(scan, list(records), info, out, options, progress, wordings)
         if history is not None:
             for path, text in release_pages(history, records, info):
                 out.write(path, text)
@@ -85,7 +86,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
 
 
 def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
-               progress: Optional[Progress]) -> BuildReport:
+               progress: Optional[Progress], wordings: Sequence[Wording]) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
     globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
 
@@ -117,7 +118,7 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
             if progress and (rendered % 50 == 0 or rendered == total):
                 progress("pages", rendered, total)
 
-    for path, html in _other_pages(scan, records, info, summaries):
+    for path, html in _other_pages(scan, records, info, summaries, wordings):
         out.write(path, html)
         if path.endswith(".html") and len(html.encode()) > largest[1]:
             largest = (path, len(html.encode()))
@@ -224,8 +225,8 @@ def _batches(groups: list[Group], count: int) -> list[list[Group]]:
 
 
 # --- everything else ---------------------------------------------------------------------------
-def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo,
-                 summaries: dict[str, Summary]) -> Iterator[tuple[str, str]]:
+def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summaries: dict[str, Summary],
+                 wordings: Sequence[Wording]) -> Iterator[tuple[str, str]]:
     records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
     counts = scan.counts | {"curated": sum(1 for r in records if r.curated)}
     by_subsystem: dict[str, list[Record]] = {}
@@ -288,7 +289,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo,
                                                      readme.read_text(encoding="utf-8"))
     yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found").replace(
         'href="./', 'href="/').replace('src="./', 'src="/')
-    yield from api_files(every, info)
+    yield from api_files(every, info, wordings)
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
         yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem)

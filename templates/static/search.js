@@ -57,12 +57,22 @@
     return out;
   }
   var ORDER = {exact: 0, contained: 1, truncated: 2, similar: 3};
-  function rank(list) {
+  var TRACEBACK_FILE = /File "[^"\n]*?\/(vllm\/[^"\n]+\.py)"/g;
+  function tracebackFiles(text) {
+    var files = {}, m;
+    TRACEBACK_FILE.lastIndex = 0;
+    while ((m = TRACEBACK_FILE.exec(text)) !== null) files[m[1]] = true;
+    return files;
+  }
+  function rank(list, files) {
+    var any = files && Object.keys(files).length > 0;
+    function away(m) { return any && !files[m.e.file] ? 1 : 0; }
     return list.sort(function (a, b) {
-      return (ORDER[a.kind] - ORDER[b.kind]) || (b.score - a.score) || (a.e.id < b.e.id ? -1 : a.e.id > b.e.id ? 1 : 0);
+      return (ORDER[a.kind] - ORDER[b.kind]) || (away(a) - away(b)) || ((a.e.older ? 1 : 0) - (b.e.older ? 1 : 0)) ||
+        (b.score - a.score) || (a.e.id < b.e.id ? -1 : a.e.id > b.e.id ? 1 : 0);
     });
   }
-  function matchRecord(record) {
+  function matchRecord(record, files) {
     var message = unwrap(record), out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable) return;  // "{key}: {value}" would match anything
@@ -72,7 +82,7 @@
       if (!m && e.literal >= MIN_LITERAL) { m = e.inside.exec(record); kind = "contained"; }
       if (m) out.push({e: e, kind: kind, score: e.literal, values: values(e, m, e.names.length)});
     });
-    return rank(out);
+    return rank(out, files);
   }
   function overlap(tail, literal) {
     for (var k = Math.min(tail.length - 1, literal.length); k > 0; k--) {
@@ -80,7 +90,7 @@
     }
     return 0;
   }
-  function truncated(message) {
+  function truncated(message, files) {
     var out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable || e.literal < MIN_LITERAL) return;
@@ -107,7 +117,7 @@
         break;
       }
     });
-    return rank(out).slice(0, 5);
+    return rank(out, files).slice(0, 5);
   }
   function similar(message) {
     var words = {}, n = 0;
@@ -115,7 +125,7 @@
     if (!n) return [];
     var out = [];
     index.entries.forEach(function (e) {
-      if (!e.matchable || e.literal < MIN_LITERAL) return;
+      if (!e.matchable || e.older || e.literal < MIN_LITERAL) return;  // suggestions are current errors
       prepare(e);
       var inter = 0, size = 0;
       for (var w in e.words) { size++; if (words[w]) inter++; }
@@ -125,9 +135,9 @@
     return out.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); }).slice(0, 5);
   }
   function explain(text) {
-    var found = [], seen = {};
+    var found = [], seen = {}, files = tracebackFiles(text);
     records(text).forEach(function (r) {
-      var matches = matchRecord(r.text);
+      var matches = matchRecord(r.text, files);
       if (!matches.length) return;
       var key = matches[0].e.id + JSON.stringify(matches[0].values);
       if (seen[key]) return;
@@ -138,7 +148,7 @@
     if (found.length) return {found: found};
     var messages = records(text).map(function (r) { return unwrap(r.text); });
     var message = messages.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
-    var cut = truncated(message);
+    var cut = truncated(message, files);
     if (cut.length) return {found: cut};
     return {found: [], suggestions: similar(message)};
   }
