@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -36,7 +37,17 @@ def era(release: str) -> str:
 
 
 def main() -> None:
-    cases = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    scores, by_era, unlabelled = score(yaml.safe_load(DATA.read_text(encoding="utf-8")))
+    for name, c in scores.items():
+        print(f"{name:>16}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    for name, c in sorted(by_era.items()):
+        print(f"{'era ' + name:>16}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    print(f"{'unlabelled':>16}: {unlabelled} (the label's file and line hold no scanned site)")
+
+
+def score(cases: list[dict[str, Any]]) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]], int]:
+    """(verdicts per run: `user release` and `pinned X`; verdicts by era of the user release, for
+    the first run; pastes whose label names no scanned site)."""
     matchers: dict[str, Matcher] = {}
     sites: dict[str, dict[tuple[str, int], str]] = {}
 
@@ -94,11 +105,7 @@ def main() -> None:
             scores[name][verdict] += 1
             if name == "user release":
                 by_era.setdefault(era(release), Counter())[verdict] += 1
-    for name, c in scores.items():
-        print(f"{name:>16}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-    for name, c in sorted(by_era.items()):
-        print(f"{'era ' + name:>16}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-    print(f"{'unlabelled':>16}: {unlabelled} (the label's file and line hold no scanned site)")
+    return scores, by_era, unlabelled
 
 
 if __name__ == "__main__":

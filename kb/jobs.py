@@ -135,9 +135,10 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
     newest = scans[-1][1]
     if len(scans) > 1:
         history = history or build_history(scans)
-        merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases)
+        merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases,
+                       nearest=warn is not None)
     else:
-        merged = merge(newest, loaded.entries)
+        merged = merge(newest, loaded.entries, nearest=warn is not None)
     if warn:
         for p in loaded.problems:
             warn(f"skipped: {p}")

@@ -139,3 +139,32 @@ def test_cli_reads_stdin_and_the_site_index(tmp_path: Path, capsys, monkeypatch)
     assert capsys.readouterr().out.startswith("No known vLLM error matches this text.")
     assert main(["explain", "--site", str(tmp_path / "nowhere"), "x"]) == 1
     assert "no match index there" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("paste", [
+    pytest.param(f"(EngineCore pid=79) ValueError: {FILLED}", id="engine-core-prefix"),
+    pytest.param(f"(EngineCore_DP0 pid=1234) ERROR 11-30 12:00:00 [core.py:708] ValueError: {FILLED}", id="dp-prefix"),
+    pytest.param(f"[Bug]: ValueError: {FILLED}", id="issue-title"),
+    pytest.param(f"vllm-1  | ValueError: {FILLED}", id="compose-prefix"),
+    pytest.param(f"2024-05-01T10:00:00.1234567Z ValueError: {FILLED}", id="ci-timestamp"),
+    pytest.param(f"I launched it with TP 16 and got `ValueError: {FILLED}`", id="prose-and-code-span"),
+    pytest.param(f"**ValueError: {FILLED}**", id="emphasis"),
+    pytest.param(f"ValueError: {FILLED[:-1]}", id="no-final-period"),
+    pytest.param(f"RuntimeError: Worker failed with error 'ValueError: {FILLED}', please check the stack trace above",
+                 id="quoted-inside-another-error"),
+    pytest.param(f"ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() (pid=9, "
+                 f"ip=10.0.0.1)\nValueError: {FILLED}", id="ray-task-error"),
+    pytest.param(f"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  Value error, "
+                 f"{FILLED} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]",
+                 id="pydantic"),
+])
+def test_real_paste_formats(matcher: Matcher, paste: str) -> None:
+    ex = explain(paste, matcher)
+    assert ex.found and ex.found[0].best.id == DCP, [f.best.id for f in ex.found]
+    assert dict(ex.found[0].best.values) == {"num_q_per_kv": "6", "decode_context_parallel_size": "4"}
+
+
+def test_unbalanced_wrapping_is_dropped_balanced_quotes_stay() -> None:
+    assert unwrap("error 'ValueError: too big.'") == "too big."
+    assert unwrap("`ValueError: got 'x'`") == "got 'x'"
+    assert unwrap("[Usage]: TypeError: bad") == "bad"

@@ -174,3 +174,26 @@ def test_the_lookup_knows_every_wording_of_every_release(built, capsys) -> None:
     # The release's own wording first, older wording next: "alpha 5" is only ever the current id.
     assert main(["explain", "--site", str(site), "--json", "alpha 5"]) == 0
     assert json.loads(capsys.readouterr().out)["found"][0]["match"]["id"] == ALPHA
+
+
+def test_a_message_followed_across_files_and_renamed_functions(tmp_path: Path) -> None:
+    from fixture_tree import write_tree
+    from kb.releases.history import diff_scans
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
+
+    long = "a message long enough to be followed across files"
+
+    def scanned(name: str, files: dict[str, str]):
+        write_tree(tmp_path / name, {"vllm/__init__.py": ""} | files)
+        with from_dir(tmp_path / name, include_vendored=False) as t:
+            return scan(t, jobs=1)
+
+    old = scanned("v1", {"vllm/x.py": f"def old_name():\n    raise ValueError({long!r})\n",
+                         "vllm/s.py": "def f():\n    raise ValueError('too short')\n"})
+    new = scanned("v2", {"vllm/y.py": f"def new_name():\n    raise ValueError({long!r})\n",
+                         "vllm/t.py": "def g():\n    raise ValueError('too short')\n"})
+    d = diff_scans(old, new, "v1", "v2")
+    assert [(c.kind, c.old, c.new) for c in d.of("moved")] == [
+        ("moved", error_id(long, "vllm/x.py"), error_id(long, "vllm/y.py"))]
+    assert [c.old for c in d.of("removed")] == [error_id("too short", "vllm/s.py")]  # too short to follow

@@ -50,11 +50,29 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def load_entries(folder: Path) -> Loaded:
-    """Every `*.yaml` of `folder`, sorted by name. Malformed files are left out and reported."""
+    """Every `*.yaml` of `folder`, sorted by name. Malformed files are left out and reported.
+
+    Loaded once per process while the files are unchanged (jobs over many releases read the
+    same entries for each)."""
+    paths = sorted(folder.glob("*.yaml"))
+    try:
+        key = (str(folder.resolve()), tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths))
+    except OSError:
+        return _load_entries(folder, paths)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = _load_entries(folder, paths)
+    return _LOADED[key]
+
+
+_LOADED: dict[tuple[str, tuple[tuple[str, int, int], ...]], Loaded] = {}
+
+
+def _load_entries(folder: Path, paths: list[Path]) -> Loaded:
     entries: list[Entry] = []
     problems: list[Located] = []
     seen: dict[str, str] = {}
-    for path in sorted(folder.glob("*.yaml")):
+    for path in paths:
         shown = _shown(path, folder)
         entry, found = load_entry(path, shown)
         problems.extend(found)

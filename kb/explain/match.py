@@ -27,6 +27,11 @@ LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WAR
                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?")
 PYDANTIC = re.compile(r"Value error, (.*?)(?: \[type=value_error\b.*)?$")
 EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
+# `SomeError: ` (or `RayTaskError(ValueError): `) anywhere after prose, a title tag such as
+# `[Bug]: `, a quote or a code span: the message is what follows the last one.
+EXCEPTION_MARK = re.compile(r"(?:^|(?<=[\s`'\"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?"
+                            r"(?:\[[^\]]*\])?: ")
+_WRAPPING = "`*'\""
 _STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|During handling|The above exception)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 MIN_SIMILARITY = 0.2  # below this a suggestion is noise
@@ -78,6 +83,10 @@ class _Compiled:
     def exact(self) -> re.Pattern[str]:
         if self._exact is None:
             self._exact = re.compile("^" + "(.+?)".join(re.escape(p) for p in self.entry["parts"]) + "$")
+            parts = self.entry["parts"]
+            if parts and parts[-1].endswith("."):  # pasted without its final period
+                body = "(.+?)".join(re.escape(p) for p in [*parts[:-1], parts[-1][:-1]])
+                self._exact = re.compile("^" + body + r"\.?$")
         return self._exact
 
     @property
@@ -232,8 +241,27 @@ def unwrap(message: str) -> str:
     m = PYDANTIC.search(message)
     if m:
         message = m.group(1)
-    message = EXCEPTION.sub("", message.strip(), count=1)
-    return message.strip()
+    marks = list(EXCEPTION_MARK.finditer(message))
+    if marks:
+        message = message[marks[-1].end():]
+    return _unbalanced_edges(message.strip())
+
+
+def _unbalanced_edges(message: str) -> str:
+    """Drop a code span's backtick, an emphasis star or a quote left at either end by what was
+    cut around the message; one that pairs with another inside (`got 'x'`) is the message's own."""
+
+    def lone(ch: str) -> bool:
+        return ch in _WRAPPING and message.count(ch) % 2 == 1
+
+    while message:
+        if lone(message[0]):
+            message = message[1:].strip()
+        elif lone(message[-1]):
+            message = message[:-1].strip()
+        else:
+            break
+    return message
 
 
 def log_messages(text: str) -> list[tuple[int, str]]:

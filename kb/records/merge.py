@@ -73,10 +73,11 @@ def build_records(scan: ScanResult) -> list[Record]:
 
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,
-          aliases: Optional[Mapping[str, tuple[str, str, str]]] = None) -> Merged:
+          aliases: Optional[Mapping[str, tuple[str, str, str]]] = None, nearest: bool = True) -> Merged:
     """Attach each entry to its record and verify its check. With a release history, an entry
     written for an id that became an alias follows to the current id, marked stale until
-    re-verified."""
+    re-verified. `nearest`: name the nearest scanned template of an orphan (costly over a whole
+    release; only worth it when the problems are shown)."""
     records = list(records) if records is not None else build_records(scan)
     aliases = aliases or {}
     by_id = {r.id: r for r in records}
@@ -90,7 +91,8 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
                 if kind == "edited" else f"written for {e.id}, which moved to another file in {since}: re-verify it"
         record = by_id.get(target)
         if record is None:
-            problems.append(Problem(e.path, e.line_of("id"), _orphan_message(e, records, release), "orphan"))
+            message = _orphan_message(e, records, release) if nearest else f"orphan: id {e.id} is not raised in {release}"
+            problems.append(Problem(e.path, e.line_of("id"), message, "orphan"))
             continue
         if record.entry is not None:
             problems.append(Problem(e.path, e.line_of("id"), f"{target} is curated twice: also in {record.entry.path}",

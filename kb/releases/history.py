@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,6 +20,12 @@ from typing import Optional
 from kb.model import Appearance, RaiseSite, ScanResult
 
 EDIT_RATIO = 0.8
+MOVE_LITERAL = 20  # literal characters a message needs to be followed across files by its text alone
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def _literal(template: str) -> int:
+    return len(_PLACEHOLDER.sub("", template).strip())
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,22 @@ def diff_scans(old: ScanResult, new: ScanResult, old_name: str, new_name: str) -
                 matched.add(ident)
                 changes.append(Change("moved", ident, cand, f"{a[ident][0].file} -> {b[cand][0].file}"))
                 break
+    # moved, with the function renamed or moved too: the same message, found once among the
+    # gone and once among the new ids (a message short enough to be common is not taken)
+    by_template: dict[str, list[str]] = {}
+    for ident in fresh:
+        if ident not in taken:
+            by_template.setdefault(b[ident][0].template, []).append(ident)
+    gone_by_template: dict[str, list[str]] = {}
+    for ident in gone:
+        if ident not in matched:
+            gone_by_template.setdefault(a[ident][0].template, []).append(ident)
+    for template, olds in sorted(gone_by_template.items()):
+        news = by_template.get(template, [])
+        if len(olds) == 1 and len(news) == 1 and _literal(template) >= MOVE_LITERAL:
+            taken.add(news[0])
+            matched.add(olds[0])
+            changes.append(Change("moved", olds[0], news[0], f"{a[olds[0]][0].file} -> {b[news[0]][0].file}"))
     # edited: same file and function, a similar message (best pairs first)
     pairs: list[tuple[float, str, str]] = []
     by_place: dict[tuple[str, str], list[str]] = {}

@@ -15,15 +15,29 @@
   var LOG_PREFIX = /^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?/;
   var PYDANTIC = /Value error, (.*?)(?: \[type=value_error\b.*)?$/;
   var EXCEPTION = /^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: /;
+  var EXCEPTION_MARK = /(?:^|(?<=[\s`'"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?(?:\[[^\]]*\])?: /g;
+  var WRAPPING = "`*'\"";
+  function count(text, ch) { return text.split(ch).length - 1; }
+  function unbalancedEdges(message) {  // as kb explain: a lone backtick, star or quote at either end
+    for (;;) {
+      var first = message.charAt(0), last = message.charAt(message.length - 1);
+      if (message && WRAPPING.indexOf(first) >= 0 && count(message, first) % 2) message = message.slice(1).trim();
+      else if (message && WRAPPING.indexOf(last) >= 0 && count(message, last) % 2) message = message.slice(0, -1).trim();
+      else return message;
+    }
+  }
   var STARTS = /^(?:Traceback \(most recent call last\):|\s*File "|During handling|The above exception)/;
   var WORD = /[A-Za-z][A-Za-z0-9_]{3,}/g;
 
   function normalize(s) { return s.replace(/\s+/g, " "); }
   function escapeRe(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
   function unwrap(record) {
-    var m = PYDANTIC.exec(record);
+    var m = PYDANTIC.exec(record), last = null;
     if (m) record = m[1];
-    return record.trim().replace(EXCEPTION, "").trim();
+    EXCEPTION_MARK.lastIndex = 0;
+    while ((m = EXCEPTION_MARK.exec(record)) !== null) last = m.index + m[0].length;
+    if (last !== null) record = record.slice(last);
+    return unbalancedEdges(record.trim());
   }
   function records(text) {
     text = text.replace(/\r\n?/g, "\n").replace(ANSI, "");
@@ -46,6 +60,10 @@
     var parts = e.parts.map(escapeRe);
     e.longest = e.parts.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
     e.exact = new RegExp("^" + parts.join("(.+?)") + "$");
+    var last = e.parts[e.parts.length - 1];
+    if (last && last.charAt(last.length - 1) === ".") {  // pasted without its final period
+      e.exact = new RegExp("^" + parts.slice(0, -1).concat([escapeRe(last.slice(0, -1))]).join("(.+?)") + "\\.?$");
+    }
     e.inside = new RegExp(parts.join("(.+?)"));
     e.words = {};
     (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
