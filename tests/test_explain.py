@@ -168,3 +168,36 @@ def test_unbalanced_wrapping_is_dropped_balanced_quotes_stay() -> None:
     assert unwrap("error 'ValueError: too big.'") == "too big."
     assert unwrap("`ValueError: got 'x'`") == "got 'x'"
     assert unwrap("[Usage]: TypeError: bad") == "bad"
+
+
+WORDS = st.text(alphabet="ab .", min_size=0, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(WORDS, min_size=1, max_size=4), text=st.text(alphabet="ab .", max_size=14),
+       anchors=st.sampled_from([(True, True), (False, False), (True, False)]))  # the three uses: exact, contained, cut
+def test_fit_finds_what_a_lazy_regex_finds(parts: list[str], text: str, anchors: tuple[bool, bool]) -> None:
+    import re
+
+    start, end = anchors
+
+    from kb.explain.match import fit
+
+    pattern = ("^" if start else "") + "(.+?)".join(re.escape(p) for p in parts) + ("$" if end else "")
+    m = re.search(pattern, text)
+    got = fit(parts, text, start, end)
+    assert (got is None) == (m is None)
+    if m is not None and got is not None:
+        assert got[0] == list(m.groups()) and got[1] == m.end()
+
+
+def test_a_near_miss_of_many_placeholders_takes_linear_time(matcher: Matcher) -> None:
+    """The 10 KB line that took 106 s with backtracking regexes: bounded (generous limit)."""
+    import time
+
+    entry = max((e for e in matcher.index["entries"] if e.get("matchable")), key=lambda e: len(e["names"]))
+    filler = "a " * 600
+    line = "ValueError: " + entry["parts"][0] + "".join(filler + p for p in entry["parts"][1:-1]) + filler + "Z"
+    started = time.perf_counter()
+    explain(line * 3, matcher)
+    assert time.perf_counter() - started < 5

@@ -67,33 +67,15 @@ class Explanation:
 
 
 class _Compiled:
-    """One template; its regexes are compiled on first use (most are never candidates)."""
+    """One template with the words the candidate search uses."""
 
-    __slots__ = ("_exact", "_inside", "anchors", "entry", "longest", "words")
+    __slots__ = ("anchors", "entry", "longest", "words")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.entry = entry
-        self._exact: Optional[re.Pattern[str]] = None
-        self._inside: Optional[re.Pattern[str]] = None
         self.longest = max(entry["parts"], key=len)
         self.words = set(_WORD.findall(" ".join(entry["parts"])))
         self.anchors = _anchor_words(entry["parts"])
-
-    @property
-    def exact(self) -> re.Pattern[str]:
-        if self._exact is None:
-            self._exact = re.compile("^" + "(.+?)".join(re.escape(p) for p in self.entry["parts"]) + "$")
-            parts = self.entry["parts"]
-            if parts and parts[-1].endswith("."):  # pasted without its final period
-                body = "(.+?)".join(re.escape(p) for p in [*parts[:-1], parts[-1][:-1]])
-                self._exact = re.compile("^" + body + r"\.?$")
-        return self._exact
-
-    @property
-    def inside(self) -> re.Pattern[str]:
-        if self._inside is None:
-            self._inside = re.compile("(.+?)".join(re.escape(p) for p in self.entry["parts"]))
-        return self._inside
 
 
 @dataclass
@@ -136,14 +118,18 @@ class Matcher:
         message = unwrap(logged)
         out: list[Match] = []
         for c in self.candidates(logged):
-            m = c.exact.match(message)
+            parts = c.entry["parts"]
+            found = fit(parts, message, start=True, end=True)
+            if found is None and parts[-1].endswith("."):  # pasted without its final period
+                found = fit([*parts[:-1], parts[-1][:-1]], message, start=True, end=True)
             kind = "exact"
-            if m is None and c.entry["literal"] >= MIN_LITERAL:
-                m = c.inside.search(logged)
+            if found is None and c.entry["literal"] >= MIN_LITERAL:
+                found = fit(parts, logged, start=False, end=False)
                 kind = "contained"
-            if m is None:
+            if found is None:
                 continue
-            out.append(Match(c.entry, kind, c.entry["literal"], _values(c.entry, m)))
+            values = tuple(zip(c.entry["names"], (v.strip() for v in found[0])))
+            out.append(Match(c.entry, kind, c.entry["literal"], values))
         return _rank(out, files)
 
     def truncated(self, message: str, files: frozenset[str] = frozenset()) -> list[Match]:
@@ -162,10 +148,9 @@ class Matcher:
             if not message.startswith(first):
                 continue
             for j in range(len(parts), 0, -1):  # the most literal parts that still match
-                head = "(.+?)".join(re.escape(p) for p in parts[:j])
-                m = re.match("^" + head + ("(.*)$" if j < len(parts) else "$"), message)
-                if m:
-                    groups = list(m.groups())
+                found = fit(parts[:j], message, start=True, end=j == len(parts))
+                if found is not None:
+                    groups = found[0] + ([message[found[1]:]] if j < len(parts) else [])
                     matched = sum(len(p) for p in parts[:j])
                     if j < len(parts):  # the last group is a value and the start of the next literal part
                         cut = _overlap(groups[-1], parts[j])
@@ -212,8 +197,43 @@ def _overlap(tail: str, literal: str) -> int:
     return 0
 
 
-def _values(entry: dict[str, Any], m: re.Match[str]) -> tuple[tuple[str, str], ...]:
-    return tuple(zip(entry["names"], (g.strip() for g in m.groups())))
+def fit(parts: Sequence[str], text: str, start: bool, end: bool) -> Optional[tuple[list[str], int]]:
+    """Where a template's literal `parts` occur in `text`, each two apart by a value of at least
+    one character: the values, and where the last part ends. `start`/`end`: anchored at the
+    text's start/end. Each part is taken at its leftmost place after the one before, which is
+    what a regular expression with lazy groups finds, but in linear time: no backtracking."""
+    first = parts[0]
+    if start:
+        if not text.startswith(first):
+            return None
+        pos = len(first)
+    else:
+        pos = text.find(first)
+        if pos < 0:
+            return None
+        pos += len(first)
+    middle = list(parts[1:])
+    if not middle:
+        return ([], pos) if not end or pos == len(text) else None
+    limit = len(text)
+    if end:
+        if not text.endswith(middle[-1]):
+            return None
+        limit -= len(middle[-1])
+        middle = middle[:-1]
+    values: list[str] = []
+    for p in middle:
+        i = text.find(p, pos + 1, limit - 1 if end else limit)
+        if i < 0:
+            return None
+        values.append(text[pos:i])
+        pos = i + len(p)
+    if end:
+        if limit - pos < 1:
+            return None
+        values.append(text[pos:limit])
+        pos = len(text)
+    return values, pos
 
 
 _KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "similar": 3}

@@ -30,7 +30,6 @@
   var WORD = /[A-Za-z][A-Za-z0-9_]{3,}/g;
 
   function normalize(s) { return s.replace(/\s+/g, " "); }
-  function escapeRe(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
   function unwrap(record) {
     var m = PYDANTIC.exec(record), last = null;
     if (m) record = m[1];
@@ -55,16 +54,44 @@
     return out.filter(function (r) { return r.lines.join("").trim(); })
       .map(function (r) { return {line: r.line, text: normalize(r.lines.join(" ")).trim()}; });
   }
+  // As kb explain's fit(): each literal part at its leftmost place after the one before, a value
+  // of at least one character between: what a regex with lazy groups finds, without backtracking.
+  function fit(parts, text, start, end) {
+    var first = parts[0], pos;
+    if (start) {
+      if (text.slice(0, first.length) !== first) return null;
+      pos = first.length;
+    } else {
+      pos = text.indexOf(first);
+      if (pos < 0) return null;
+      pos += first.length;
+    }
+    var middle = parts.slice(1);
+    if (!middle.length) return !end || pos === text.length ? [[], pos] : null;
+    var limit = text.length;
+    if (end) {
+      var last = middle[middle.length - 1];
+      if (text.length < last.length || text.slice(text.length - last.length) !== last) return null;
+      limit -= last.length;
+      middle = middle.slice(0, -1);
+    }
+    var vals = [];
+    for (var k = 0; k < middle.length; k++) {
+      var p = middle[k], bound = end ? limit - 1 : limit, i = text.indexOf(p, pos + 1);
+      if (i < 0 || i + p.length > bound) return null;
+      vals.push(text.slice(pos, i));
+      pos = i + p.length;
+    }
+    if (end) {
+      if (limit - pos < 1) return null;
+      vals.push(text.slice(pos, limit));
+      pos = text.length;
+    }
+    return [vals, pos];
+  }
   function prepare(e) {
     if (e.longest !== undefined) return e;
-    var parts = e.parts.map(escapeRe);
     e.longest = e.parts.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
-    e.exact = new RegExp("^" + parts.join("(.+?)") + "$");
-    var last = e.parts[e.parts.length - 1];
-    if (last && last.charAt(last.length - 1) === ".") {  // pasted without its final period
-      e.exact = new RegExp("^" + parts.slice(0, -1).concat([escapeRe(last.slice(0, -1))]).join("(.+?)") + "\\.?$");
-    }
-    e.inside = new RegExp(parts.join("(.+?)"));
     e.words = {};
     (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
     return e;
@@ -96,9 +123,13 @@
       if (!e.matchable) return;  // "{key}: {value}" would match anything
       prepare(e);
       if (record.indexOf(e.longest) < 0) return;
-      var m = e.exact.exec(message), kind = "exact";
-      if (!m && e.literal >= MIN_LITERAL) { m = e.inside.exec(record); kind = "contained"; }
-      if (m) out.push({e: e, kind: kind, score: e.literal, values: values(e, m, e.names.length)});
+      var parts = e.parts, last = parts[parts.length - 1], kind = "exact";
+      var found = fit(parts, message, true, true);
+      if (!found && last.charAt(last.length - 1) === ".") {  // pasted without its final period
+        found = fit(parts.slice(0, -1).concat([last.slice(0, -1)]), message, true, true);
+      }
+      if (!found && e.literal >= MIN_LITERAL) { found = fit(parts, record, false, false); kind = "contained"; }
+      if (found) out.push({e: e, kind: kind, score: e.literal, values: values(e, [""].concat(found[0]), e.names.length)});
     });
     return rank(out, files);
   }
@@ -120,10 +151,10 @@
       }
       if (message.indexOf(first) !== 0) return;
       for (var j = parts.length; j > 0; j--) {
-        var head = parts.slice(0, j).map(escapeRe).join("(.+?)");
-        var m = new RegExp("^" + head + (j < parts.length ? "(.*)$" : "$")).exec(message);
-        if (!m) continue;
-        var groups = m.slice(1), matched = parts.slice(0, j).join("").length;
+        var found = fit(parts.slice(0, j), message, true, j === parts.length);
+        if (!found) continue;
+        var groups = found[0].concat(j < parts.length ? [message.slice(found[1])] : []);
+        var matched = parts.slice(0, j).join("").length;
         if (j < parts.length) {
           var cut = overlap(groups[groups.length - 1], parts[j]);
           groups[groups.length - 1] = groups[groups.length - 1].slice(0, groups[groups.length - 1].length - cut);
