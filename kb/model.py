@@ -68,6 +68,7 @@ class RaiseFact:
     decorators: tuple[str, ...]  # of the enclosing function
     pydantic_class: bool  # enclosing class is a pydantic dataclass or model
     validation: Optional[str]  # field_validator, model_validator, post_init, ... or None
+    parts: tuple[str, ...] = ()  # templates of the parts of a list joined into the message at run time
 
     @property
     def guard(self) -> str:
@@ -78,7 +79,7 @@ class RaiseFact:
             self.line, self.end_line, self.qualname, self.exception, self.exception_name,
             self.template, self.unresolved, self.message_kind, list(self.guard_terms),
             [c.to_json() for c in self.contexts], [d.to_json() for d in self.locals],
-            list(self.decorators), self.pydantic_class, self.validation,
+            list(self.decorators), self.pydantic_class, self.validation, list(self.parts),
         ]
 
     @staticmethod
@@ -86,7 +87,7 @@ class RaiseFact:
         return RaiseFact(
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], tuple(v[8]),
             tuple(Context.from_json(c) for c in v[9]), tuple(LocalDef.from_json(d) for d in v[10]),
-            tuple(v[11]), v[12], v[13],
+            tuple(v[11]), v[12], v[13], tuple(v[14]),
         )
 
 
@@ -172,6 +173,7 @@ class RaiseSite:
             "line": f.line,
             "locals": [d.to_json() for d in f.locals],
             "message_kind": f.message_kind,
+            "message_parts": list(f.parts),
             "pydantic": {"class": f.pydantic_class, "validation": f.validation, "wrapped": self.pydantic_wrapped},
             "qualname": f.qualname,
             "template": f.template,

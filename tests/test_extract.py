@@ -236,3 +236,27 @@ def test_unparsable_files_are_located_errors() -> None:
     assert extract(b"x = 1\ny = \x00\n").error[0] == 2
     assert extract(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n").error is None
     assert extract(b"x = '\xff\xfe'\n").error[1].startswith("cannot parse:")
+
+
+def test_a_list_of_messages_joined_gives_one_template_per_part() -> None:
+    (fact,) = scan_code('''
+        def check(lora_rank, max_lora_rank, n):
+            error_msg = ["Invalid LoRA config."]
+            if lora_rank > max_lora_rank:
+                error_msg.append(f"LoRA rank {lora_rank} is greater than max_lora_rank {max_lora_rank}.")
+            if n:
+                error_msg.append("Too many adapters.")
+            if error_msg:
+                raise ValueError(" ".join(error_msg))
+            raise ValueError(f"{' '.join(error_msg)}")
+    ''')[:1]
+    assert fact.template == "{' '.join(error_msg)}"  # the id keeps the message as the source writes it
+    assert fact.parts == ("Invalid LoRA config.", "LoRA rank {lora_rank} is greater than max_lora_rank {max_lora_rank}.",
+                          "Too many adapters.")
+    (_, in_fstring) = scan_code('''
+        def check(errors):
+            errors.append("Adapter bias is not supported.")
+            raise ValueError("x")
+            raise ValueError(f"{' '.join(errors)}")
+    ''')
+    assert in_fstring.parts == ("Adapter bias is not supported.",)

@@ -66,6 +66,11 @@ def match_index(records: Sequence[Record], release: str | None,
         if r.id in raised:
             entry["releases"] = [raised[r.id].first, raised[r.id].last]
         entries.append(entry | _curated(r))
+        for part in dict.fromkeys(p for s in r.sites for p in s.fact.parts):  # `" ".join(errors)`: each on its own
+            pieces, part_names = literal_parts(part)
+            entries.append(entry | _curated(r) | {"parts": pieces, "names": part_names, "part": True,
+                                                    "literal": sum(len(p) for p in pieces),
+                                                    "matchable": matchable(pieces)})
     current = {r.id: r for r in records if r.removed_since is None}
     for w in wordings:
         if w.id in current:

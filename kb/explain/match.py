@@ -308,7 +308,7 @@ def explain(text: str, matcher: Matcher) -> Explanation:
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
     files = traceback_files(text)
     for line, logged in log_messages(text):
-        matches = matcher.match(logged, files)
+        matches = _inner_first(matcher.match(logged, files), matcher, files)
         if not matches:
             continue
         best = matches[0]
@@ -328,6 +328,18 @@ def explain(text: str, matcher: Matcher) -> Explanation:
     if cut:
         return Explanation((_with_closest(Found(1, message, cut[0], tuple(cut[1:])), matcher),))
     return Explanation((), tuple(matcher.similar(message)))
+
+
+def _inner_first(matches: list[Match], matcher: Matcher, files: frozenset[str]) -> list[Match]:
+    """An error that carries another one in a value ("Worker failed with error '{result}'"):
+    the error inside, when a value is itself a whole vLLM message, comes first."""
+    if not matches:
+        return matches
+    for _, value in matches[0].values:
+        inner = matcher.match(value, files)
+        if inner and inner[0].kind == "exact":
+            return [inner[0], matches[0], *[m for m in [*inner[1:], *matches[1:]] if m is not inner[0]]]
+    return matches
 
 
 def _with_closest(f: Found, matcher: Matcher) -> Found:

@@ -99,6 +99,7 @@ class _Scope:
 
     node: Optional[_FuncNode]
     assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
+    appended: dict[str, list[_Assignment]] = field(default_factory=dict)  # `name.append(x)`: the parts of a list
     collected: bool = False
 
 
@@ -229,6 +230,7 @@ class _Walker:
         if message is None and isinstance(exc, ast.Call):
             message = next((k.value for k in exc.keywords if k.arg in ("msg", "message")), None)
         template = template_of(message, resolve)
+        parts = _joined_parts(message, scope, resolve, node.lineno)
         function = self.functions[-1] if self.functions else None
         decorators = tuple(ast.unparse(_decorator_callee(d)) for d in function.decorator_list) if function else ()
         pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
@@ -248,6 +250,7 @@ class _Walker:
                 decorators=decorators,
                 pydantic_class=pydantic_class,
                 validation=_validation(function, decorators, pydantic_class),
+                parts=parts,
             )
         )
 
@@ -341,6 +344,11 @@ def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
             scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, True))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args
+              and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "append"
+              and isinstance(node.value.func.value, ast.Name)):
+            scope.appended.setdefault(node.value.func.value.id, []).append(
+                _Assignment(node.lineno, node.value.args[0], False))
         else:
             for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
                 children = getattr(node, attr, None)
@@ -348,6 +356,27 @@ def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
                     stack.extend(reversed([c for c in children if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))]))
     for assignments in scope.assignments.values():
         assignments.sort(key=lambda a: a.line)
+
+
+def _joined_parts(message: Optional[ast.expr], scope: _Scope, resolve: _Resolver, line: int) -> tuple[str, ...]:
+    """`" ".join(errors)` where `errors` is a list built before the raise (`errors = [...]`,
+    `errors.append(f"...")`): the template of each part, each matchable on its own."""
+    if (isinstance(message, ast.JoinedStr) and len(message.values) == 1
+            and isinstance(message.values[0], ast.FormattedValue)):  # f"{' '.join(errors)}"
+        message = message.values[0].value
+    if not (isinstance(message, ast.Call) and isinstance(message.func, ast.Attribute)
+            and message.func.attr == "join" and isinstance(message.func.value, ast.Constant)
+            and isinstance(message.func.value.value, str) and len(message.args) == 1
+            and isinstance(message.args[0], ast.Name)):
+        return ()
+    name = message.args[0].id
+    items: list[ast.expr] = []
+    bound = _binding(scope, name, line)
+    if isinstance(bound, (ast.List, ast.Tuple)):
+        items += bound.elts
+    items += [a.value for a in scope.appended.get(name, []) if a.line < line]
+    out = [template_of(item, resolve).text for item in items]
+    return tuple(dict.fromkeys(t for t in out if t.strip()))
 
 
 def _binding(scope: _Scope, name: str, before: int) -> Optional[ast.expr]:

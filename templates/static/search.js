@@ -183,10 +183,21 @@
     });
     return out.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); }).slice(0, 5);
   }
+  function innerFirst(matches, files) {  // as kb explain: an error carried in a value comes first
+    if (!matches.length) return matches;
+    var best = matches[0];
+    for (var i = 0; i < best.values.length; i++) {
+      var inner = matchRecord(best.values[i][1], files);
+      if (inner.length && inner[0].kind === "exact") {
+        return [inner[0], best].concat(inner.slice(1), matches.slice(1));
+      }
+    }
+    return matches;
+  }
   function explain(text) {
     var found = [], seen = {}, files = tracebackFiles(text);
     records(text).forEach(function (r) {
-      var matches = matchRecord(r.text, files);
+      var matches = innerFirst(matchRecord(r.text, files), files);
       if (!matches.length) return;
       var key = matches[0].e.id + JSON.stringify(matches[0].values);
       if (seen[key]) return;
