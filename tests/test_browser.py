@@ -171,6 +171,8 @@ def test_site_lookup_and_kb_explain_agree(base_url: str, browser, tmp_path: Path
         "ValueError: The model's number of query heads per KV head (6) must be divisible by `--decode-cont",
         "the number of query heads per KV group is odd", "nothing at all",
         "ValueError: <script>alert('x')</script> bad <b> & more",
+        FILLED.lower(), "[Bug]: " + FILLED[:-1], "RuntimeError: Worker failed with error '" + FILLED + "', see above",
+        "I got `" + FILLED + "` with TP 16",
     ]
     page = browser.new_page()
     page.goto(base_url + "/search/")

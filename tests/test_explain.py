@@ -150,6 +150,7 @@ def test_cli_reads_stdin_and_the_site_index(tmp_path: Path, capsys, monkeypatch)
     pytest.param(f"I launched it with TP 16 and got `ValueError: {FILLED}`", id="prose-and-code-span"),
     pytest.param(f"**ValueError: {FILLED}**", id="emphasis"),
     pytest.param(f"ValueError: {FILLED[:-1]}", id="no-final-period"),
+    pytest.param(f"ValueError: {FILLED}".lower(), id="lower-cased"),
     pytest.param(f"RuntimeError: Worker failed with error 'ValueError: {FILLED}', please check the stack trace above",
                  id="quoted-inside-another-error"),
     pytest.param(f"ray.exceptions.RayTaskError(ValueError): ray::RayWorkerWrapper.execute_method() (pid=9, "

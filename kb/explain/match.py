@@ -31,6 +31,7 @@ EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
 # `[Bug]: `, a quote or a code span: the message is what follows the last one.
 EXCEPTION_MARK = re.compile(r"(?:^|(?<=[\s`'\"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?"
                             r"(?:\[[^\]]*\])?: ")
+EXCEPTION_MARK_FOLD = re.compile(EXCEPTION_MARK.pattern, re.IGNORECASE)  # in a lower-cased paste
 _WRAPPING = "`*'\""
 _STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|During handling|The above exception)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
@@ -114,11 +115,18 @@ class Matcher:
 
     def match(self, logged: str, files: frozenset[str] = frozenset()) -> list[Match]:
         """Every template found in one normalised log message, most specific first (`files`: the
-        vLLM files a traceback in the paste names, preferred among equals)."""
-        message = unwrap(logged)
+        vLLM files a traceback in the paste names, preferred among equals). A paste that is all
+        lower case (some tools and people lower-case what they copy) is compared without case."""
+        found = self._match(logged, files, self.candidates(logged), fold=False)
+        if not found and logged.isascii() and logged == logged.lower() and logged != logged.upper():
+            found = self._match(logged, files, [c for c in self.compiled if c.longest.lower() in logged], fold=True)
+        return found
+
+    def _match(self, logged: str, files: frozenset[str], candidates: list[_Compiled], fold: bool) -> list[Match]:
+        message = unwrap(logged, fold)
         out: list[Match] = []
-        for c in self.candidates(logged):
-            parts = c.entry["parts"]
+        for c in candidates:
+            parts = [p.lower() for p in c.entry["parts"]] if fold else c.entry["parts"]
             found = fit(parts, message, start=True, end=True)
             if found is None and parts[-1].endswith("."):  # pasted without its final period
                 found = fit([*parts[:-1], parts[-1][:-1]], message, start=True, end=True)
@@ -256,12 +264,12 @@ def traceback_files(text: str) -> frozenset[str]:
     return frozenset(_TRACEBACK_FILE.findall(text))
 
 
-def unwrap(message: str) -> str:
+def unwrap(message: str, fold: bool = False) -> str:
     """The message inside what users paste around it."""
     m = PYDANTIC.search(message)
     if m:
         message = m.group(1)
-    marks = list(EXCEPTION_MARK.finditer(message))
+    marks = list((EXCEPTION_MARK_FOLD if fold else EXCEPTION_MARK).finditer(message))
     if marks:
         message = message[marks[-1].end():]
     return _unbalanced_edges(message.strip())

@@ -16,6 +16,7 @@
   var PYDANTIC = /Value error, (.*?)(?: \[type=value_error\b.*)?$/;
   var EXCEPTION = /^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: /;
   var EXCEPTION_MARK = /(?:^|(?<=[\s`'"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?(?:\[[^\]]*\])?: /g;
+  var EXCEPTION_MARK_FOLD = new RegExp(EXCEPTION_MARK.source, "gi");
   var WRAPPING = "`*'\"";
   function count(text, ch) { return text.split(ch).length - 1; }
   function unbalancedEdges(message) {  // as kb explain: a lone backtick, star or quote at either end
@@ -30,11 +31,11 @@
   var WORD = /[A-Za-z][A-Za-z0-9_]{3,}/g;
 
   function normalize(s) { return s.replace(/\s+/g, " "); }
-  function unwrap(record) {
-    var m = PYDANTIC.exec(record), last = null;
+  function unwrap(record, fold) {
+    var m = PYDANTIC.exec(record), last = null, mark = fold ? EXCEPTION_MARK_FOLD : EXCEPTION_MARK;
     if (m) record = m[1];
-    EXCEPTION_MARK.lastIndex = 0;
-    while ((m = EXCEPTION_MARK.exec(record)) !== null) last = m.index + m[0].length;
+    mark.lastIndex = 0;
+    while ((m = mark.exec(record)) !== null) last = m.index + m[0].length;
     if (last !== null) record = record.slice(last);
     return unbalancedEdges(record.trim());
   }
@@ -118,12 +119,20 @@
     });
   }
   function matchRecord(record, files) {
-    var message = unwrap(record), out = [];
+    var out = matchWith(record, files, false);
+    // As kb explain: a paste all in lower case is compared without case.
+    if (!out.length && /^[\x00-\x7f]*$/.test(record) && record === record.toLowerCase() &&
+        record !== record.toUpperCase()) out = matchWith(record, files, true);
+    return out;
+  }
+  function matchWith(record, files, fold) {
+    var message = unwrap(record, fold), out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable) return;  // "{key}: {value}" would match anything
       prepare(e);
-      if (record.indexOf(e.longest) < 0) return;
-      var parts = e.parts, last = parts[parts.length - 1], kind = "exact";
+      if (record.indexOf(fold ? e.longest.toLowerCase() : e.longest) < 0) return;
+      var parts = fold ? e.parts.map(function (p) { return p.toLowerCase(); }) : e.parts;
+      var last = parts[parts.length - 1], kind = "exact";
       var found = fit(parts, message, true, true);
       if (!found && last.charAt(last.length - 1) === ".") {  // pasted without its final period
         found = fit(parts.slice(0, -1).concat([last.slice(0, -1)]), message, true, true);
