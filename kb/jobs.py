@@ -186,11 +186,7 @@ def write_wordings(path: Optional[Path] = None, use_cache: bool = True) -> tuple
     scans = scan_releases(release_specs(releases="all"), use_cache=use_cache)
     items = wordings(scans, build_history(scans))
     target = path or SHIPPED
-    data = dumps(items, [name for name, _ in scans])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    write_atomic(target, dumps(items, [name for name, _ in scans]))
     return target, len(items)
 
 

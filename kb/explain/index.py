@@ -39,6 +39,12 @@ def matchable(parts: list[str]) -> bool:
     return any(_WORD.search(p) for p in parts)
 
 
+def _text(template: str) -> dict[str, Any]:
+    """The fields the matcher reads of one template."""
+    parts, names = literal_parts(template)
+    return {"parts": parts, "names": names, "literal": sum(len(p) for p in parts), "matchable": matchable(parts)}
+
+
 def match_index(records: Sequence[Record], release: str | None,
                 wordings: Sequence[Wording] = ()) -> dict[str, Any]:
     """Every template the release raises, then every older wording (`wordings`: the ids of other
@@ -49,7 +55,6 @@ def match_index(records: Sequence[Record], release: str | None,
     for r in records:
         if r.removed_since is not None:
             continue
-        parts, names = literal_parts(r.template)
         entry: dict[str, Any] = {
             "id": r.id,
             "title": r.title,
@@ -58,29 +63,20 @@ def match_index(records: Sequence[Record], release: str | None,
             "line": r.line,
             "func": r.sites[0].fact.qualname,
             "curated": r.curated,
-            "parts": parts,
-            "names": names,
-            "literal": sum(len(p) for p in parts),
-            "matchable": matchable(parts),
-        }
+        } | _curated(r)
         if r.id in raised:
             entry["releases"] = [raised[r.id].first, raised[r.id].last]
-        entries.append(entry | _curated(r))
+        entries.append(entry | _text(r.template))
         for part in dict.fromkeys(p for s in r.sites for p in s.fact.parts):  # `" ".join(errors)`: each on its own
-            pieces, part_names = literal_parts(part)
-            entries.append(entry | _curated(r) | {"parts": pieces, "names": part_names, "part": True,
-                                                    "literal": sum(len(p) for p in pieces),
-                                                    "matchable": matchable(pieces)})
+            entries.append(entry | _text(part) | {"part": True})
     current = {r.id: r for r in records if r.removed_since is None}
     for w in wordings:
         if w.id in current:
             continue
-        parts, names = literal_parts(w.template)
         successor = current.get(w.current) if w.current else None
-        entries.append({
+        entries.append(_text(w.template) | {
             "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
             "file": w.file, "line": w.line, "func": w.function, "curated": successor.curated if successor else False,
-            "parts": parts, "names": names, "literal": sum(len(p) for p in parts), "matchable": matchable(parts),
             "releases": [w.first, w.last], "older": True,
             "current": successor.id if successor else None,
             "currentTemplate": successor.template if successor else None,

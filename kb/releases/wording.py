@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -59,8 +60,10 @@ def dumps(items: Sequence[Wording], releases: Sequence[str]) -> bytes:
     return buffer.getvalue()
 
 
+@lru_cache(maxsize=4)
 def load(path: Path = SHIPPED) -> tuple[tuple[str, ...], tuple[Wording, ...]]:
-    """(releases it was made from, oldest first; the wordings). Empty when there is no file."""
+    """(releases it was made from, oldest first; the wordings). Empty when there is no file.
+    Read once per process: jobs over many releases ask for it each time."""
     if not path.is_file():
         return (), ()
     try:
