@@ -6,9 +6,10 @@ of the site kb's scan finds there. Two runs: with the match index of the user's 
 ("told the release"), and with the pinned release's index alone, as `kb explain` runs on a
 fresh machine (with the shipped wordings). In the second, an answer is right when it names the
 label's id or the id that error became (the same chain of the release history: an edited or
-moved message). Non-vLLM pastes must match nothing.
+moved message, up to its last id when it was removed since). Non-vLLM pastes must match
+nothing.
 
-    python bench/pastes.py
+    python bench/pastes.py [FILE]    (default: tests/data/real_pastes.yaml)
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def era(release: str) -> str:
 
 
 def main() -> None:
-    scores, by_era, unlabelled = score(yaml.safe_load(DATA.read_text(encoding="utf-8")))
+    data = Path(sys.argv[1]) if len(sys.argv) > 1 else DATA
+    scores, by_era, unlabelled = score(yaml.safe_load(data.read_text(encoding="utf-8")))
     for name, c in scores.items():
         print(f"{name:>16}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
     for name, c in sorted(by_era.items()):
@@ -63,10 +65,10 @@ def score(cases: list[dict[str, Any]]) -> tuple[dict[str, Counter[str]], dict[st
         return sites[release].get((file, line))
 
     pinned = pinned_release()
-    became = {w.id: w.current for w in load()[1] if w.current}
+    chain_of = {w.id: w.chain for w in load()[1]}
 
     def chain(ids: set[str]) -> set[str]:
-        return ids | {became[i] for i in ids if i in became}
+        return {chain_of.get(i, i) for i in ids}
     scores: dict[str, Counter[str]] = {"user release": Counter(), f"pinned {pinned}": Counter()}
     by_era: dict[str, Counter[str]] = {}
     unlabelled = 0
@@ -92,8 +94,8 @@ def score(cases: list[dict[str, Any]]) -> tuple[dict[str, Counter[str]], dict[st
             others = [o.id for f in ex.found for o in f.others]
             if name != "user release":
                 wanted = chain(wanted)
-                ids = [f.best.entry.get("current") or f.best.id for f in ex.found]
-                others = [o.entry.get("current") or o.id for f in ex.found for o in f.others]
+                ids = [f.best.entry.get("chain") or f.best.id for f in ex.found]
+                others = [o.entry.get("chain") or o.id for f in ex.found for o in f.others]
             if ids[:1] and ids[0] in wanted:
                 verdict = "right first"
             elif set(ids[1:] + others) & wanted:

@@ -29,3 +29,65 @@ def build_fixture(tmp_path: Path, out: Optional[Path] = None, site_url: Optional
     out = out or tmp_path / "site"
     report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1), build_records(result))
     return out, report
+
+
+# Templates and older wordings for the lookup's ranking and edge rules, shared by the Python
+# tests of `kb explain` and the browser's agreement test.
+LOOKUP_EXTRA = {"vllm/lookup.py": '''
+def lora(model, rank, name, value):
+    if rank == 1:
+        raise ValueError(f"{model} does not support LoRA")
+    if rank == 2:
+        raise ValueError(f"Model {model} does not support LoRA, but LoRA is enabled. Support for this model "
+                         "may be added in the future.")
+    if rank == 3:
+        raise ValueError(f"{name} must be at least 1, got {value}.")
+    if rank == 4:
+        raise ValueError(f"max_tokens must be at least 1, got {value}.")
+    if rank == 5:
+        raise ValueError(f"Unknown quantization method: {name}. Must be one of {value}.")
+'''}
+LORA_TEMPLATE = ("Model {model} does not support LoRA, but LoRA is enabled. Support for this model may be added "
+                 "in the future.")
+
+
+def lookup_wordings(result):
+    """The current LoRA error raised since 0.6, and two older ids of the same text (moved files)."""
+    from kb.model import Wording
+
+    (site,) = [s for s in result.sites if s.template == LORA_TEMPLATE]
+    return (
+        Wording(site.id, site.template, site.file, site.line, site.fact.qualname, "ValueError", "0.6.6.post1",
+                "0.33.0", site.id, None, site.id),
+        Wording("0ld0000000000a00", LORA_TEMPLATE, "vllm/model_loader.py", 10, "get_model", "ValueError", "0.2.7",
+                "0.3.3", None, "0.4.3", "0ld0000000000b00"),
+        Wording("0ld0000000000b00", LORA_TEMPLATE, "vllm/model_loader/loader.py", 20, "get_model", "ValueError",
+                "0.4.3", "0.5.5", None, "0.6.6.post1", "0ld0000000000b00"),
+    )
+
+
+def build_lookup_fixture(tmp_path: Path) -> Path:
+    """A fixture site whose match index holds LOOKUP_EXTRA and the older wordings."""
+    result = fixture_scan(tmp_path / "tree", LOOKUP_EXTRA)
+    out = tmp_path / "site"
+    build_site(result, BuildOptions(out, jobs=1), build_records(result), wordings=lookup_wordings(result))
+    return out
+
+
+LOOKUP_PASTES = [
+    "[Usage]: Model Qwen2ForCausalLM does not support LoRA, but LoRA is enabled. Support for this model may be "
+    "added in the future",
+    "pip list: vllm==0.5.3\nValueError: Model Qwen2ForCausalLM does not support LoRA, but LoRA is enabled. Support "
+    "for this model may be added in the future.",
+    "vLLM version 0.3.0\n\nModel Qwen2ForCausalLM does not support LoRA, but LoRA is enabled. Support for this "
+    "model may be added in the future.",
+    "但遇到了ValueError: Model Qwen2VLForConditionalGeneration does not support LoRA, but LoRA is enabled.的问题，请问",
+    "Error code: 400 - {'object': 'error', 'message' 'max_tokens must be at least 1, got -2815., 'type' "
+    "'BadRequestError', 'param': None, 'code': 400}",
+    "I got this:\n```\nUnknown quantization method: gptq. Must be one of ['awq', 'squeezellm']\n```\n",
+    "ERROR 11-30 12:00:00 [x.py:1] worker said: MyModel does not support LoRA (see above)",
+    "ValueError: Model Qwen2 does not sup\nport LoRA, but LoRA is enabled. Support for this model may be added in "
+    "the fu\nture.",
+    "ValueError: Model Qwen2 does not support LoRA,but LoRA is enabled.Support for this model may be added in the "
+    "future .",
+]

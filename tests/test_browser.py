@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kb.site.serve import make_server
-from sitehelpers import build_fixture
+from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -152,6 +152,41 @@ def test_page_and_python_evaluators_agree(curated_url: str, browser) -> None:
         got = page.evaluate("([t, env]) => window.kbCheck.evaluate(t, env)", [to_tree(expr), env])
         assert got == evaluate(expr, env), expr
     page.close()
+
+
+@pytest.fixture(scope="module")
+def lookup_url(tmp_path_factory: pytest.TempPathFactory):
+    srv = make_server(build_lookup_fixture(tmp_path_factory.mktemp("lookup")), 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def _agree(url: str, browser, texts: list[str]) -> None:
+    import json
+    import urllib.request
+
+    from kb.explain.match import Matcher, explain
+
+    matcher = Matcher(json.loads(urllib.request.urlopen(url + "/api/match-index.json").read()))
+    page = browser.new_page()
+    page.goto(url + "/search/")
+    page.wait_for_function("window.kbExplain !== undefined && document.getElementById('status').textContent === ''")
+    for text in texts:
+        site = page.evaluate("(t) => window.kbExplain(t)", text)
+        ex = explain(text, matcher)
+        cli = {"found": [{"id": f.best.id, "kind": f.best.kind, "score": f.best.score,
+                          "values": [list(v) for v in f.best.values]} for f in ex.found],
+               "suggestions": [{"id": s.id, "kind": s.kind, "score": s.score, "values": []} for s in ex.suggestions]}
+        assert site == cli, text
+    page.close()
+
+
+def test_ranking_and_edge_values_agree(lookup_url: str, browser) -> None:
+    """Release clues, older wording, cut-off messages and placeholders at the ends: the same
+    answers in the browser as in `kb explain` (whose answers tests/test_explain.py checks)."""
+    _agree(lookup_url, browser, LOOKUP_PASTES + [p.lower() for p in LOOKUP_PASTES])
 
 
 def test_site_lookup_and_kb_explain_agree(base_url: str, browser, tmp_path: Path) -> None:

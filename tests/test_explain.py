@@ -202,3 +202,121 @@ def test_a_near_miss_of_many_placeholders_takes_linear_time(matcher: Matcher) ->
     started = time.perf_counter()
     explain(line * 3, matcher)
     assert time.perf_counter() - started < 5
+
+
+# --- ranking by what the paste tells, and values that stay inside the message -----------------------
+@pytest.fixture(scope="module")
+def lookup(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
+    from sitehelpers import LOOKUP_EXTRA, lookup_wordings
+
+    scan = fixture_scan(tmp_path_factory.mktemp("lookup") / "tree", LOOKUP_EXTRA)
+    return Matcher(match_index(build_records(scan), "0.1.0", lookup_wordings(scan)))
+
+
+def _lookup_best(lookup: Matcher, text: str):
+    from sitehelpers import LOOKUP_PASTES
+
+    assert text in LOOKUP_PASTES  # the browser's agreement test runs the same pastes
+    return best(lookup, text)
+
+
+def _template(m) -> str:
+    return "".join(p + ("{}" if i < len(m.entry["names"]) else "") for i, p in enumerate(m.entry["parts"]))
+
+
+def test_a_title_tag_and_a_missing_final_period_inside_a_text(lookup: Matcher) -> None:
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[0])
+    assert m.kind == "contained" and not m.entry.get("older") and m.entry["parts"][0] == "Model "
+    assert m.values == (("model", "Qwen2ForCausalLM"),)  # not the less specific "{model} does not support LoRA"
+
+
+def test_a_release_named_in_the_paste_picks_its_wording(lookup: Matcher) -> None:
+    """`vllm==0.5.3` names a release none but the 0.4.3-0.5.5 wording covers; `vLLM version
+    0.3.0` the 0.2.7-0.3.3 one: the same text, told apart by the release."""
+    from sitehelpers import LOOKUP_PASTES
+
+    assert _lookup_best(lookup, LOOKUP_PASTES[1]).id == "0ld0000000000b00"
+    assert _lookup_best(lookup, LOOKUP_PASTES[2]).id == "0ld0000000000a00"
+    plain = best(lookup, "ValueError: Model X does not support LoRA, but LoRA is enabled. Support for this model may "
+                         "be added in the future.")
+    assert not plain.entry.get("older") and plain.kind == "exact"  # no release named: the release's own first
+
+
+def test_a_message_cut_inside_its_text_with_prose_after_it(lookup: Matcher) -> None:
+    """Cut after "enabled." and followed by other words (here Chinese, after a marker glued to
+    Chinese prose): the long template cut off explains more than the short one found whole."""
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[3])
+    assert m.kind == "truncated" and m.entry["parts"][0] == "Model "
+    assert m.values == (("model", "Qwen2VLForConditionalGeneration"),)
+
+
+def test_a_placeholder_at_the_start_does_not_take_the_text_before(lookup: Matcher) -> None:
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[4])  # "{name} must be at least 1" would swallow "Error code: 400 - {..."
+    assert m.entry["parts"][0] == "max_tokens must be at least 1, got " and m.values == (("value", "-2815"),)
+    m = _lookup_best(lookup, LOOKUP_PASTES[6])
+    assert m.entry["parts"] == ["", " does not support LoRA"] and m.values == (("model", "MyModel"),)
+
+
+def test_a_placeholder_at_the_end_takes_the_bracketed_value_only(lookup: Matcher) -> None:
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[5])
+    assert m.kind == "contained" and m.values == (("name", "gptq"), ("value", "['awq', 'squeezellm']"))
+
+
+def test_edge_values_of_contained_matches() -> None:
+    from kb.explain.match import contained
+
+    parts = ["", " failed: ", ""]
+    assert contained(parts, "INFO [x] the (big) worker failed: boom now")[0] == ["worker", "boom"]
+    assert contained(parts, "see [a, [b]] failed: (x (y)) and more")[0] == ["[a, [b]]", "(x (y))"]
+    assert contained(parts, "`quoted` failed: 'a b' rest")[0] == ["quoted", "'a b'"]
+    assert contained(parts, " failed: x") is None  # nothing before: no value
+
+
+def test_the_browser_lookup_has_the_same_constants() -> None:
+    """search.js repeats kb explain's thresholds; the agreement tests cover the logic, this the numbers."""
+    import re as re_
+
+    from kb.explain import match as m
+    from kb.paths import data_dir
+
+    js = (data_dir("templates") / "static" / "search.js").read_text(encoding="utf-8")
+    for name in ("MIN_LITERAL", "MIN_SIMILARITY", "FUZZY_MAX_TOKENS", "FUZZY_CANDIDATES", "FUZZY_MIN_WORDS",
+                 "FUZZY_MIN_TOKENS", "FUZZY_EDITS", "WORD_COST", "SIGN_COST"):
+        found = re_.search(rf"\b{name} = ([0-9.]+)", js)
+        assert found is not None, name
+        assert float(found.group(1)) == float(getattr(m, name)), name
+
+
+def test_spacing_and_words_split_by_a_wrap_are_probably_the_message(lookup: Matcher) -> None:
+    """The same words and signs, spaced otherwise or a word split by a terminal wrap: `probably`,
+    with the values; an edited word is not (bench/fuzzy.py: any edit names sibling errors too)."""
+    from sitehelpers import LOOKUP_PASTES
+
+    for text in LOOKUP_PASTES[7:9]:
+        m = _lookup_best(lookup, text)
+        assert (m.kind, m.values, m.differences) == ("probably", (("model", "Qwen2"),), ()), text
+        assert not m.entry.get("older") and m.entry["parts"][0] == "Model "
+    edited = LOOKUP_PASTES[8].replace("enabled", "switched on")
+    assert all(f.best.kind != "probably" for f in explain(edited, lookup).found)
+
+
+def test_align_counts_edits_and_lets_values_take_words() -> None:
+    from kb.explain.match import align, differences, _tokens
+
+    template = ["tensor", "parallel", "size", None, "is", "too", "big"]
+    text = "tensor parallel size 16 or 32 is very big"
+    toks = _tokens(text)
+    cost, steps = align(template, [t[0] for t in toks])
+    assert cost == 4 + 4  # "very" for "too": two words unrelated, one left out and one added
+    assert differences(template, toks, text, steps) == ['"very" instead of "too"']
+    assert [s for s in steps if s[0] == "v"] == [("v", 3, 3), ("v", 4, 3), ("v", 5, 3)]
+    cost, _ = align(template, [t[0] for t in _tokens("tensor paral lel size 16 is too big")])
+    assert cost == 0

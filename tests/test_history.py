@@ -197,3 +197,64 @@ def test_a_message_followed_across_files_and_renamed_functions(tmp_path: Path) -
     assert [(c.kind, c.old, c.new) for c in d.of("moved")] == [
         ("moved", error_id(long, "vllm/x.py"), error_id(long, "vllm/y.py"))]
     assert [c.old for c in d.of("removed")] == [error_id("too short", "vllm/s.py")]  # too short to follow
+
+
+# --- following a message between two releases ------------------------------------------------------
+def _scan_files(root: Path, files: dict[str, str]):
+    from fixture_tree import write_tree
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
+
+    write_tree(root, {"vllm/__init__.py": ""} | files)
+    with from_dir(root, include_vendored=False) as t:
+        return scan(t, jobs=1)
+
+
+def _links(tmp_path: Path, old: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:
+    from kb.releases.history import diff_scans
+
+    d = diff_scans(_scan_files(tmp_path / "old", old), _scan_files(tmp_path / "new", new), "1", "2")
+    return {c.old: (c.kind, c.new) for c in d.changes if c.kind in ("moved", "edited", "removed") and c.old}
+
+
+LONG = "Ray does not allocate any GPUs on the driver node. Consider adjusting the placement group."
+
+
+def test_one_message_in_two_files_follows_the_closest_copy(tmp_path: Path) -> None:
+    """Two copies of one message become one: the copy of the same function name is followed;
+    the other is removed (a pairing by text alone refused both before)."""
+    src = 'class {cls}:\n    def {fn}(self):\n        raise ValueError("{msg}")\n'
+    old = {"vllm/ray_gpu.py": src.format(cls="RayGPU", fn="_init_workers_ray", msg=LONG),
+           "vllm/ray_hpu.py": src.format(cls="RayHPU", fn="_start", msg=LONG)}
+    new = {"vllm/ray_distributed.py": src.format(cls="RayDistributed", fn="_init_workers_ray", msg=LONG)}
+    links = _links(tmp_path, old, new)
+    gpu, hpu = error_id(LONG, "vllm/ray_gpu.py"), error_id(LONG, "vllm/ray_hpu.py")
+    assert links[gpu] == ("moved", error_id(LONG, "vllm/ray_distributed.py"))
+    assert links[hpu] == ("removed", None)
+
+
+def test_renamed_placeholders_in_a_moved_file_are_the_same_message(tmp_path: Path) -> None:
+    old = {"vllm/lora/worker_manager.py": 'def load(lora, cfg):\n    raise ValueError(\n        f"LoRA rank '
+                                          '{lora.rank} is greater than max_lora_rank {cfg.max_lora_rank}.")\n'}
+    new = {"vllm/lora/peft_helper.py": 'def validate(rank, max_rank):\n    raise ValueError(f"LoRA rank {rank} is '
+                                       'greater than max_lora_rank {max_rank}.")\n'}
+    links = _links(tmp_path, old, new)
+    (kind, target), = links.values()
+    assert kind == "moved" and target == error_id("LoRA rank {rank} is greater than max_lora_rank {max_rank}.",
+                                                  "vllm/lora/peft_helper.py")
+
+
+def test_a_message_that_grew_and_a_renamed_function_are_edits(tmp_path: Path) -> None:
+    grew_old = 'class DeviceConfig:\n    def __init__(self):\n        raise RuntimeError("Failed to infer device type")\n'
+    grew_new = ('class DeviceConfig:\n    def __post_init__(self):\n        raise RuntimeError("Failed to infer '
+                'device type, please set VLLM_LOGGING_LEVEL=DEBUG to see why.")\n')
+    renamed_old = 'def check_memory(n):\n    raise ValueError(f"To serve one request ({n}) more KV cache is needed. Try it")\n'
+    renamed_new = 'def _check_memory(n):\n    raise ValueError(f"To serve one request ({n}) more KV cache is needed.Try it")\n'
+    links = _links(tmp_path, {"vllm/config.py": grew_old, "vllm/kv.py": renamed_old},
+                   {"vllm/config.py": grew_new, "vllm/kv.py": renamed_new})
+    assert links[error_id("Failed to infer device type", "vllm/config.py")][0] == "edited"
+    assert links[error_id("To serve one request ({n}) more KV cache is needed. Try it", "vllm/kv.py")] == (
+        "edited", error_id("To serve one request ({n}) more KV cache is needed.Try it", "vllm/kv.py"))
+    unrelated = 'def other():\n    raise ValueError("Failed to infer the dtype")\n'
+    links = _links(tmp_path / "2", {"vllm/config.py": grew_old}, {"vllm/config.py": unrelated})
+    assert links[error_id("Failed to infer device type", "vllm/config.py")] == ("removed", None)

@@ -228,5 +228,28 @@ def test_real_pastes_score() -> None:
     vllm = sum(v for k, v in told.items() if not k.startswith("none:"))
     assert vllm >= 75 and unlabelled == 0
     assert told["none: WRONG (matched)"] == 0 and told["none: unmatched"] >= 15  # other errors stay unmatched
-    assert told["right first"] >= 0.90 * vllm and told["wrong"] <= 1  # told the user's release
-    assert pinned["right first"] >= 0.70 * vllm and pinned["wrong"] <= 4  # the pinned release, shipped wordings
+    assert told["right first"] >= 0.92 * vllm and told["wrong"] == 0  # told the user's release
+    assert pinned["right first"] >= 0.92 * vllm and pinned["wrong"] == 0  # the pinned release, shipped wordings
+
+
+def test_held_out_real_pastes_score() -> None:
+    """tests/data/real_pastes_heldout.yaml, collected after the matcher was tuned on the first set.
+    One pinned answer counts as wrong: xorbitsai/inference#1715 pastes the 0.4.3 wording, which kb
+    names, while its label is the 0.5.5 site whose message is built from a variable (`{msg} To allow
+    overriding ...`)."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from pastes import DATA, score
+
+    held_out = DATA.with_name("real_pastes_heldout.yaml")
+    scores, _, unlabelled = score(yaml.safe_load(held_out.read_text(encoding="utf-8")))
+    told, pinned = scores["user release"], scores["pinned 0.33.0"]
+    vllm = sum(v for k, v in told.items() if not k.startswith("none:"))
+    assert vllm >= 40 and unlabelled == 0
+    assert told["none: WRONG (matched)"] == 0 and told["none: unmatched"] >= 9
+    assert told["right first"] >= 0.90 * vllm and told["wrong"] == 0
+    assert pinned["right first"] >= 0.90 * vllm and pinned["wrong"] <= 1

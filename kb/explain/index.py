@@ -63,6 +63,7 @@ def match_index(records: Sequence[Record], release: str | None,
             "line": r.line,
             "func": r.sites[0].fact.qualname,
             "curated": r.curated,
+            "chain": r.id,
         } | _curated(r)
         if r.id in raised:
             entry["releases"] = [raised[r.id].first, raised[r.id].last]
@@ -81,6 +82,7 @@ def match_index(records: Sequence[Record], release: str | None,
             "current": successor.id if successor else None,
             "currentTemplate": successor.template if successor else None,
             "endedIn": w.ended_in,
+            "chain": w.chain or w.current or w.id,
             "page": successor.id if successor else w.id if w.id in pages else None,
         } | (_curated(successor) if successor else {}))
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}

@@ -27,10 +27,10 @@ LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WAR
                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?")
 PYDANTIC = re.compile(r"Value error, (.*?)(?: \[type=value_error\b.*)?$")
 EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
-# `SomeError: ` (or `RayTaskError(ValueError): `) anywhere after prose, a title tag such as
-# `[Bug]: `, a quote or a code span: the message is what follows the last one.
-EXCEPTION_MARK = re.compile(r"(?:^|(?<=[\s`'\"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?"
-                            r"(?:\[[^\]]*\])?: ")
+# `SomeError: ` (or `RayTaskError(ValueError): `) anywhere after prose (in any script: `遇到了ValueError: `),
+# a title tag such as `[Bug]: `, a quote or a code span: the message is what follows the last one.
+EXCEPTION_MARK = re.compile(r"(?<![A-Za-z0-9_.])(?:[A-Za-z0-9_]+\.)*[A-Za-z0-9_]*(?:Error|Exception)"
+                            r"(?:\([A-Za-z0-9_.]*\))?(?:\[[^\]]*\])?: ")
 EXCEPTION_MARK_FOLD = re.compile(EXCEPTION_MARK.pattern, re.IGNORECASE)  # in a lower-cased paste
 _WRAPPING = "`*'\""
 _STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|During handling|The above exception)")
@@ -40,11 +40,25 @@ MIN_LITERAL = 8  # templates with less literal text ("TP {x}") only match a whol
 
 
 @dataclass(frozen=True)
+class Clues:
+    """What a paste tells of where its error was raised: the vLLM files its traceback passes
+    through, and the vLLM releases it names (`vllm==0.5.5`, `vLLM API server version 0.8.5`), as
+    (major, minor): kb has one release per minor."""
+
+    files: frozenset[str] = frozenset()
+    minors: frozenset[tuple[int, int]] = frozenset()
+
+
+NO_CLUES = Clues()
+
+
+@dataclass(frozen=True)
 class Match:
     entry: dict[str, Any]
     kind: str  # exact, contained, truncated, similar
     score: float  # literal characters matched (similarity for `similar`)
     values: tuple[tuple[str, str], ...] = ()
+    differences: tuple[str, ...] = ()  # for `probably`: what differs from the template
 
     @property
     def id(self) -> str:
@@ -74,7 +88,8 @@ class _Compiled:
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.entry = entry
-        self.longest = max(entry["parts"], key=len)
+        longest = max(entry["parts"], key=len)
+        self.longest = longest[:-1] if longest.endswith(".") else longest  # a paste may lack the final period
         self.words = set(_WORD.findall(" ".join(entry["parts"])))
         self.anchors = _anchor_words(entry["parts"])
 
@@ -113,34 +128,38 @@ class Matcher:
                 seen[id(c)] = c
         return [c for c in seen.values() if c.longest in text]
 
-    def match(self, logged: str, files: frozenset[str] = frozenset()) -> list[Match]:
-        """Every template found in one normalised log message, most specific first (`files`: the
-        vLLM files a traceback in the paste names, preferred among equals). A paste that is all
+    def match(self, logged: str, clues: Clues = NO_CLUES) -> list[Match]:
+        """Every template found in one normalised log message, most specific first (`clues`: the
+        vLLM files and releases the paste names, preferred among equals). A paste that is all
         lower case (some tools and people lower-case what they copy) is compared without case."""
-        found = self._match(logged, files, self.candidates(logged), fold=False)
+        found = self._match(logged, clues, self.candidates(logged), fold=False)
         if not found and logged.isascii() and logged == logged.lower() and logged != logged.upper():
-            found = self._match(logged, files, [c for c in self.compiled if c.longest.lower() in logged], fold=True)
+            found = self._match(logged, clues, [c for c in self.compiled if c.longest.lower() in logged], fold=True)
         return found
 
-    def _match(self, logged: str, files: frozenset[str], candidates: list[_Compiled], fold: bool) -> list[Match]:
+    def _match(self, logged: str, clues: Clues, candidates: list[_Compiled], fold: bool) -> list[Match]:
         message = unwrap(logged, fold)
         out: list[Match] = []
         for c in candidates:
             parts = [p.lower() for p in c.entry["parts"]] if fold else c.entry["parts"]
             found = fit(parts, message, start=True, end=True)
+            used = parts
             if found is None and parts[-1].endswith("."):  # pasted without its final period
-                found = fit([*parts[:-1], parts[-1][:-1]], message, start=True, end=True)
+                used = [*parts[:-1], parts[-1][:-1]]
+                found = fit(used, message, start=True, end=True)
+            if found is not None and not _clean_edges(used, found[0]):
+                found = None  # a placeholder at an end took text around the message: not the whole message
             kind = "exact"
             if found is None and c.entry["literal"] >= MIN_LITERAL:
-                found = fit(parts, logged, start=False, end=False)
+                found = contained(parts, logged)
                 kind = "contained"
             if found is None:
                 continue
             values = tuple(zip(c.entry["names"], (v.strip() for v in found[0])))
             out.append(Match(c.entry, kind, c.entry["literal"], values))
-        return _rank(out, files)
+        return _rank(out, clues)
 
-    def truncated(self, message: str, files: frozenset[str] = frozenset()) -> list[Match]:
+    def truncated(self, message: str, clues: Clues = NO_CLUES) -> list[Match]:
         """The message cut off at the end: it matches the start of a template (at least 24
         literal characters of it). Templates that begin with a placeholder are not tried."""
         out = []
@@ -160,15 +179,15 @@ class Matcher:
                 if found is not None:
                     groups = found[0] + ([message[found[1]:]] if j < len(parts) else [])
                     matched = sum(len(p) for p in parts[:j])
-                    if j < len(parts):  # the last group is a value and the start of the next literal part
-                        cut = _overlap(groups[-1], parts[j])
-                        groups[-1] = groups[-1][: len(groups[-1]) - cut]
+                    if j < len(parts):  # the last group is a value, then the start of the next literal part
+                        at, cut = _cut_inside(groups[-1], parts[j])
+                        groups[-1] = groups[-1][:at]
                         matched += cut
                     if matched >= min(24, c.entry["literal"]):
                         values = tuple((n, v.strip()) for n, v in zip(c.entry["names"], groups) if v.strip())
                         out.append(Match(c.entry, "truncated", matched, values))
                     break
-        return _rank(out, files)[:5]
+        return _rank(out, clues)[:5]
 
     def similar(self, message: str, limit: int = 5) -> list[Match]:
         words = {w.lower() for w in _WORD.findall(message)}
@@ -181,6 +200,196 @@ class Matcher:
                 if overlap >= MIN_SIMILARITY:
                     scored.append(Match(c.entry, "similar", round(overlap, 3)))
         return sorted(scored, key=lambda m: (-m.score, m.id))[:limit]
+
+    def probably(self, message: str, clues: Clues = NO_CLUES) -> list[Match]:
+        """Nothing matched: the templates of any release whose literal words align with the
+        message with a few edits (FUZZY_EDITS of their weight at most). Kind `probably`; score:
+        the template's weight less the edits; `differences` says what differs."""
+        tokens = _tokens(message)
+        if not tokens or len(tokens) > FUZZY_MAX_TOKENS:
+            return []
+        words = {w.lower() for w in _WORD.findall(message)}
+        if not words:
+            return []
+        shared = []
+        for template_words, c in self.word_sets:
+            if template_words and c.entry["literal"] >= MIN_LITERAL:
+                share = len(words & template_words) / len(template_words)
+                if share >= FUZZY_MIN_WORDS:
+                    shared.append((share, c))
+        shared.sort(key=lambda t: (-t[0], bool(t[1].entry.get("older")), -t[1].entry["literal"], t[1].entry["id"]))
+        out = []
+        for _, c in shared[:FUZZY_CANDIDATES]:
+            template = _template_tokens(c.entry)
+            if sum(1 for t in template if t is not None) < FUZZY_MIN_TOKENS:
+                continue
+            literal = sum(_weight(t) for t in template if t is not None)
+            cost, steps = align(template, [t[0] for t in tokens])
+            if cost > FUZZY_EDITS * literal:
+                continue
+            values = _aligned_values(c.entry["names"], template, steps, tokens, message)
+            diff = tuple(differences(template, tokens, message, steps))
+            out.append((cost, tuple(template), Match(c.entry, "probably", literal - cost, values, diff)))
+        if not out:
+            return []
+        least = min(cost for cost, _, _ in out)
+        if len({words for cost, words, _ in out if cost == least}) > 1:
+            return []  # two templates of other words are as close: which one is a guess
+        return _rank([x for _, _, x in out], clues)[:3]
+
+
+# --- edited wording: an alignment of words with a few edits ------------------------------------------
+_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
+FUZZY_MAX_TOKENS = 160  # longer messages are not aligned (an edited message is a sentence or two)
+FUZZY_CANDIDATES = 6  # templates aligned, those sharing most words with the message
+FUZZY_MIN_WORDS = 0.5  # the share of words a template must share with the message to be aligned
+FUZZY_MIN_TOKENS = 6  # literal words and signs a template needs to be told apart by alignment
+FUZZY_EDITS = 0.0  # the share of the template's weight that may differ: bench/fuzzy.py shows that any
+# edit (a word, a sign) already names a sibling error for some unknown messages, so the lookup
+# says "probably" only for the same words and signs, spaced, cased or wrapped differently
+WORD_COST, SIGN_COST = 4, 1  # a word changed, added or left out weighs four signs (a bracket, a period)
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _weight(token: str) -> int:
+    """What an edit of this token costs: a word four, a sign (a bracket, a period) one."""
+    return WORD_COST if token[0] in _WORD_CHARS else SIGN_COST
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _template_tokens(entry: dict[str, Any]) -> list[Optional[str]]:
+    """The template as words and signs in lower case, None for each placeholder."""
+    out: list[Optional[str]] = []
+    for i, part in enumerate(entry["parts"]):
+        out += [t.lower() for t in _TOKEN.findall(part)]
+        if i < len(entry["names"]):
+            out.append(None)
+    return out
+
+
+def align(template: Sequence[Optional[str]], message: Sequence[str]) -> tuple[int, list[tuple[str, int, int]]]:
+    """The fewest edits (a word changed, added or left out) that turn a stretch of `message`
+    into `template`, whose None tokens (placeholders) take one or more message tokens for free
+    (a word replaced by an unrelated one costs as much as one left out and one added);
+    and the steps, in order: ("=", i, j) a word kept (twice for a word split in two by a wrap),
+    ("~", i, j) changed, ("+", i, -1) a message word added, ("-", -1, j) a template word left
+    out, ("v", i, j) a value. Dynamic programming
+    over len(template) x len(message) cells; the whole message is aligned."""
+    n, m = len(message), len(template)
+    weight = [WORD_COST if t is None else _weight(t) for t in template]
+    added = [_weight(w) for w in message]
+    cost = [[0] * (m + 1) for _ in range(n + 1)]
+    step = [[""] * (m + 1) for _ in range(n + 1)]
+    for j in range(1, m + 1):
+        cost[0][j] = cost[0][j - 1] + weight[j - 1]
+        step[0][j] = "-"
+    for i in range(1, n + 1):
+        word = message[i - 1]
+        row, up = cost[i], cost[i - 1]
+        srow = step[i]
+        row[0] = up[0] + added[i - 1]  # the whole message is aligned: no text before or after it
+        srow[0] = "+"
+        for j in range(1, m + 1):
+            t = template[j - 1]
+            if t is None:  # a value: this token, and perhaps the ones before it
+                best, how = up[j - 1], "v"
+                if up[j] < best and step[i - 1][j] in ("v", "w"):
+                    best, how = up[j], "w"
+            else:
+                if word == t:
+                    best, how = up[j - 1], "="
+                elif i > 1 and message[i - 2] + word == t:  # a word split by a wrap: "tok" "ens"
+                    best, how = cost[i - 2][j - 1], "2"
+                elif _close(word, t):  # a typo or a changed ending: one edit
+                    best, how = up[j - 1] + max(weight[j - 1], added[i - 1]), "~"
+                else:  # another word: as much as leaving one out and adding the other
+                    best, how = up[j - 1] + weight[j - 1] + added[i - 1], "~"
+                if up[j] + added[i - 1] < best:
+                    best, how = up[j] + added[i - 1], "+"
+            if row[j - 1] + weight[j - 1] < best:
+                best, how = row[j - 1] + weight[j - 1], "-"
+            row[j] = best
+            srow[j] = how
+    end = n
+    steps: list[tuple[str, int, int]] = []
+    i, j = end, m
+    while j > 0 or i > 0:
+        how = step[i][j]
+        if how in ("=", "~", "v"):
+            steps.append(("v" if how == "v" else how, i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif how == "2":
+            steps += [("=", i - 1, j - 1), ("=", i - 2, j - 1)]
+            i, j = i - 2, j - 1
+        elif how == "w":
+            steps.append(("v", i - 1, j - 1))
+            i -= 1
+        elif how == "+":
+            steps.append(("+", i - 1, -1))
+            i -= 1
+        else:
+            steps.append(("-", -1, j - 1))
+            j -= 1
+    steps.reverse()
+    return cost[end][m], steps
+
+
+def _close(a: str, b: str) -> bool:
+    """Two spellings of one word: at most a third of the longer one edited (Levenshtein)."""
+    if abs(len(a) - len(b)) * 3 > max(len(a), len(b)):
+        return False
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1] * 3 <= max(len(a), len(b))
+
+
+def differences(template: Sequence[Optional[str]], message: Sequence[tuple[str, int, int]], text: str,
+                steps: Sequence[tuple[str, int, int]]) -> list[str]:
+    """What differs, in words: `"a" instead of "b"`, `added "c"`, `without "d"` (runs of one kind joined)."""
+    out: list[str] = []
+    run: list[tuple[str, int, int]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        kind = run[0][0]
+        said = text[message[run[0][1]][1]: message[run[-1][1]][2]] if kind in "~+" else ""
+        wanted = " ".join(str(template[s[2]]) for s in run) if kind in "~-" else ""
+        out.append(f'"{said}" instead of "{wanted}"' if kind == "~" else f'added "{said}"' if kind == "+"
+                   else f'without "{wanted}"')
+        run.clear()
+
+    for s in steps:
+        if s[0] in "~+-" and (not run or run[0][0] == s[0]):
+            run.append(s)
+            continue
+        flush()
+        if s[0] in "~+-":
+            run.append(s)
+    flush()
+    return out
+
+
+def _aligned_values(names: Sequence[str], template: Sequence[Optional[str]], steps: Sequence[tuple[str, int, int]],
+                    tokens: Sequence[tuple[str, int, int]], text: str) -> tuple[tuple[str, str], ...]:
+    """The message text each placeholder took in an alignment (the k-th None of the template is
+    the k-th name)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for kind, i, j in steps:
+        if kind == "v":
+            a, b = spans.get(j, (tokens[i][1], tokens[i][2]))
+            spans[j] = (min(a, tokens[i][1]), max(b, tokens[i][2]))
+    holes = [j for j, t in enumerate(template) if t is None]
+    return tuple((name, text[spans[j][0]:spans[j][1]]) for name, j in zip(names, holes) if j in spans)
 
 
 def _anchor_words(parts: list[str]) -> set[str]:
@@ -197,12 +406,105 @@ def _anchor_words(parts: list[str]) -> set[str]:
     return out
 
 
-def _overlap(tail: str, literal: str) -> int:
-    """How many characters at the end of `tail` begin `literal` (a message cut inside it)."""
-    for k in range(min(len(tail) - 1, len(literal)), 0, -1):
-        if tail.endswith(literal[:k]):
-            return k
-    return 0
+def _cut_inside(tail: str, literal: str) -> tuple[int, int]:
+    """A message cut inside `literal`, perhaps followed by other text: where in `tail` (after a
+    value of at least one character) the longest start of `literal` begins, and its length;
+    (len(tail), 0) when none does. Found by bisection: a start that occurs has shorter starts
+    that occur too."""
+    low, high = 0, len(literal)  # literal[:low] occurs; literal[:high + 1] does not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if tail.find(literal[:mid], 1) >= 0:
+            low = mid
+        else:
+            high = mid - 1
+    return (tail.find(literal[:low], 1), low) if low else (len(tail), 0)
+
+
+_OPEN = {"[": "]", "(": ")", "{": "}", "'": "'", '"': '"'}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_EDGE = "`*'\".,;:()[]{} "
+
+
+def _bracketed(text: str, opener: str, closer: str) -> int:
+    """The end of the bracketed value at the start of `text` (its closer counted with nesting),
+    or -1 when it does not close."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == closer and (depth > 0 or opener == closer) and i > 0:
+            depth -= 1
+            if depth <= 0:
+                return i + 1
+        elif ch == opener:
+            depth += 1
+    return -1
+
+
+def _lead_value(before: str) -> str:
+    """The value of a placeholder that starts a template found inside a longer text: the word
+    (or bracketed value) just before the literal text, not the log text before it."""
+    if before[-1:] in _CLOSE:
+        end = _bracketed(before[::-1], before[-1], _CLOSE[before[-1]])
+        if end > 0:
+            return before[len(before) - end:]
+    word = before.rsplit(None, 1)[-1] if before.strip() else ""
+    return word.strip(_EDGE)
+
+
+def _trail_value(after: str) -> str:
+    """The value of a placeholder that ends a template found inside a longer text: a bracketed
+    or quoted value, else the word after the literal text, not the text that follows."""
+    if after[:1] in _OPEN:
+        end = _bracketed(after, after[0], _OPEN[after[0]])
+        if end > 0:
+            return after[:end]
+    word = after.split(None, 1)[0] if after.strip() else ""
+    return word.strip(_EDGE)
+
+
+def _balanced(value: str) -> bool:
+    return all(value.count(o) == value.count(c) for o, c in ("[]", "()", "{}")) and value.count("'") % 2 == 0 \
+        and value.count('"') % 2 == 0
+
+
+def _clean_edges(parts: Sequence[str], values: Sequence[str]) -> bool:
+    """Whether the values of placeholders at the ends of a whole-message match hold only a
+    value: the word or bracketed value before the first literal part, and a balanced value
+    after the last one (no log text, wrapper or half a JSON object around the message)."""
+    if not values:
+        return True
+    if parts[0] == "" and _lead_value(values[0]) != values[0].strip():
+        return False
+    return parts[-1] != "" or _balanced(values[-1])
+
+
+def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]]:
+    """A template inside a longer text (its final period may be missing). A placeholder at
+    either end takes only the word or bracketed value next to the literal text."""
+    tries = [list(parts)]
+    if parts[-1].endswith("."):
+        tries.append([*parts[:-1], parts[-1][:-1]])
+    for p in tries:
+        lead, trail = p[0] == "", p[-1] == ""
+        core = p[1 if lead else 0: len(p) - 1 if trail else len(p)]
+        if not core or not core[0]:
+            continue
+        found = fit(core, text, start=False, end=False)
+        if found is None:
+            continue
+        values, pos = found
+        if lead:
+            first = _lead_value(text[: text.find(core[0])])
+            if not first:
+                continue
+            values = [first, *values]
+        if trail:
+            last = _trail_value(text[pos:])
+            if not last:
+                continue
+            values = [*values, last]
+        return values, pos
+    return None
 
 
 def fit(parts: Sequence[str], text: str, start: bool, end: bool) -> Optional[tuple[list[str], int]]:
@@ -244,24 +546,64 @@ def fit(parts: Sequence[str], text: str, start: bool, end: bool) -> Optional[tup
     return values, pos
 
 
-_KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "similar": 3}
+_KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "probably": 3, "similar": 4}
 
 
-def _rank(matches: list[Match], files: frozenset[str] = frozenset()) -> list[Match]:
+_MINOR = re.compile(r"v?(\d+)\.(\d+)")
+
+
+def _minor(release: str) -> Optional[tuple[int, int]]:
+    """(major, minor) of a release name; None for a name that is no version (a git ref)."""
+    m = _MINOR.match(release)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _elsewhere(entry: dict[str, Any], clues: Clues) -> bool:
+    """Whether the paste names releases and none of them raises this wording."""
+    span = entry.get("releases")
+    if not clues.minors or not span:
+        return False
+    first, last = _minor(span[0]), _minor(span[1])
+    if first is None or last is None:
+        return False
+    return not any(first <= m <= last for m in clues.minors)
+
+
+def _rank(matches: list[Match], clues: Clues = NO_CLUES) -> list[Match]:
     """Exact before contained before truncated; a template raised in a file that the paste's
     traceback names before others (the same message is often raised in several files, and the
-    traceback tells which release's); the release's own wording before older wording; then the
-    most literal text."""
-    return sorted(matches, key=lambda m: (_KIND_ORDER[m.kind], m.entry["file"] not in files if files else False,
-                                          bool(m.entry.get("older")), -m.score, m.id))
+    traceback tells which release's); wording of a release the paste names before other
+    wording; for a whole message, the release's own wording before older wording; then the
+    most literal text (inside a longer text or cut off, the most specific wins whatever its
+    release); then the release's own; then the wording raised since the oldest release."""
+    files = clues.files
+    return sorted(matches, key=lambda m: (
+        _KIND_ORDER[m.kind], m.entry["file"] not in files if files else False, _elsewhere(m.entry, clues),
+        m.kind == "exact" and bool(m.entry.get("older")), -m.score, bool(m.entry.get("older")), _since(m.entry), m.id))
+
+
+def _since(entry: dict[str, Any]) -> tuple[int, int, int]:
+    """Among equals the wording raised by the most releases is the likelier, then the oldest:
+    (minus the span in minor releases, the first release)."""
+    span = entry.get("releases")
+    first, last = (_minor(span[0]), _minor(span[1])) if span else (None, None)
+    if first is None or last is None:
+        return (0, 10**6, 0)
+    return (-((last[0] - first[0]) * 1000 + last[1] - first[1]), first[0], first[1])
 
 
 _TRACEBACK_FILE = re.compile(r'File "[^"\n]*?/(vllm/[^"\n]+\.py)"')
 
 
-def traceback_files(text: str) -> frozenset[str]:
-    """The files of vLLM's tree that a traceback in the text passes through."""
-    return frozenset(_TRACEBACK_FILE.findall(text))
+# "vllm==0.5.5", "vllm 0.4.0.post1", "vLLM Version: 0.6.3", "vllm/vllm-openai:v0.8.5", "vLLM API server
+# version 0.8.5": the word vllm, up to 30 characters without a digit on the same line, a version
+_RELEASE = re.compile(r"\bvllm\b[^\n\d]{0,30}?\bv?(\d+)\.(\d+)\.\d+", re.IGNORECASE | re.ASCII)
+
+
+def clues_of(text: str) -> Clues:
+    """The vLLM files a traceback in the text passes through and the releases it names."""
+    return Clues(frozenset(_TRACEBACK_FILE.findall(text)),
+                 frozenset((int(a), int(b)) for a, b in _RELEASE.findall(text)))
 
 
 def unwrap(message: str, fold: bool = False) -> str:
@@ -314,11 +656,15 @@ def log_messages(text: str) -> list[tuple[int, str]]:
 def explain(text: str, matcher: Matcher) -> Explanation:
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
-    files = traceback_files(text)
+    clues = clues_of(text)
     for line, logged in log_messages(text):
-        matches = _inner_first(matcher.match(logged, files), matcher, files)
+        matches = _inner_first(matcher.match(logged, clues), matcher, clues)
         if not matches:
             continue
+        if matches[0].kind == "contained":  # a longer template cut off or aligned here explains more of it
+            fuller = _fuller(matcher, unwrap(logged), clues)
+            if fuller and (fuller[0].kind == "probably" or fuller[0].score > matches[0].score):
+                matches = [fuller[0], *matches]
         best = matches[0]
         key = (best.id, best.values)
         if key in found:
@@ -332,19 +678,28 @@ def explain(text: str, matcher: Matcher) -> Explanation:
     # Nothing matched whole: a message cut off at the end, else the closest templates.
     candidates = [unwrap(r) for _, r in log_messages(text)]
     message = max(candidates, key=len) if candidates else ""
-    cut = matcher.truncated(message, files)
+    cut = _fuller(matcher, message, clues)
     if cut:
         return Explanation((_with_closest(Found(1, message, cut[0], tuple(cut[1:])), matcher),))
     return Explanation((), tuple(matcher.similar(message)))
 
 
-def _inner_first(matches: list[Match], matcher: Matcher, files: frozenset[str]) -> list[Match]:
+def _fuller(matcher: Matcher, message: str, clues: Clues) -> list[Match]:
+    """The message cut off at the end, or, when a cut-off match explains less than half of it,
+    the whole message aligned with a template (`probably`)."""
+    cut = matcher.truncated(message, clues)
+    if not cut or cut[0].score < len(message) / 2:  # a start matched, and most of the message differs
+        cut = matcher.probably(message, clues) or cut
+    return cut
+
+
+def _inner_first(matches: list[Match], matcher: Matcher, clues: Clues) -> list[Match]:
     """An error that carries another one in a value ("Worker failed with error '{result}'"):
     the error inside, when a value is itself a whole vLLM message, comes first."""
     if not matches:
         return matches
     for _, value in matches[0].values:
-        inner = matcher.match(value, files)
+        inner = matcher.match(value, clues)
         if inner and inner[0].kind == "exact":
             return [inner[0], matches[0], *[m for m in [*inner[1:], *matches[1:]] if m is not inner[0]]]
     return matches
@@ -380,7 +735,8 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
                 "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
                 "url": _url(page, site_url) if page else None, "releases": e.get("releases"),
                 "olderWording": bool(e.get("older")), "currentId": e.get("current", e["id"]),
-                "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn")}
+                "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn"),
+                "differences": list(m.differences)}
 
     def found(f: Found) -> dict[str, Any]:
         out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best),
@@ -430,7 +786,8 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
         e, m = f.best.entry, f.best
         lines += ["", f"{e['id']}  {e['cls']}  {e['file']}:{e['line']}  ({e['func']})"]
         how = {"exact": "", "contained": " (found inside a longer text)", "truncated": " (the message is cut off; "
-               "matched its start)"}[m.kind]
+               "matched its start)", "probably": " (probably: the wording differs, " + "; ".join(m.differences) + ")"
+               }[m.kind]
         seen = f", seen {f.count} times" if f.count > 1 else ""
         lines.append(f"  at line {f.line} of the input{seen}{how}: {e['title']}")
         note = wording_note(e)

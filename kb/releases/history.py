@@ -20,6 +20,7 @@ from typing import Optional
 from kb.model import Appearance, RaiseSite, ScanResult
 
 EDIT_RATIO = 0.8
+RENAMED_EDIT_RATIO = 0.9  # a message in the same file whose function was renamed too
 MOVE_LITERAL = 20  # literal characters a message needs to be followed across files by its text alone
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
@@ -82,36 +83,17 @@ def diff_scans(old: ScanResult, new: ScanResult, old_name: str, new_name: str) -
             changes.append(Change("line", ident, ident, f"{a[ident][0].line} -> {b[ident][0].line}"))
     gone = sorted(set(a) - set(b))
     fresh = sorted(set(b) - set(a))
+    # moved: the same message (placeholders aside) in another file, or in the same file under
+    # another function; the function's name and the file's path pair several copies of one message
     taken: set[str] = set()
-    # moved: same function and template, another file
-    by_key: dict[tuple[str, str], list[str]] = {}
-    for ident in fresh:
-        by_key.setdefault((b[ident][0].fact.qualname, b[ident][0].template), []).append(ident)
     matched: set[str] = set()
-    for ident in gone:
-        key = (a[ident][0].fact.qualname, a[ident][0].template)
-        for cand in by_key.get(key, []):
-            if cand not in taken and b[cand][0].file != a[ident][0].file:
-                taken.add(cand)
-                matched.add(ident)
-                changes.append(Change("moved", ident, cand, f"{a[ident][0].file} -> {b[cand][0].file}"))
-                break
-    # moved, with the function renamed or moved too: the same message, found once among the
-    # gone and once among the new ids (a message short enough to be common is not taken)
-    by_template: dict[str, list[str]] = {}
-    for ident in fresh:
-        if ident not in taken:
-            by_template.setdefault(b[ident][0].template, []).append(ident)
-    gone_by_template: dict[str, list[str]] = {}
-    for ident in gone:
-        if ident not in matched:
-            gone_by_template.setdefault(a[ident][0].template, []).append(ident)
-    for template, olds in sorted(gone_by_template.items()):
-        news = by_template.get(template, [])
-        if len(olds) == 1 and len(news) == 1 and _literal(template) >= MOVE_LITERAL:
-            taken.add(news[0])
-            matched.add(olds[0])
-            changes.append(Change("moved", olds[0], news[0], f"{a[olds[0]][0].file} -> {b[news[0]][0].file}"))
+    for old_id, new_id in _pair_moves(a, b, gone, fresh):
+        taken.add(new_id)
+        matched.add(old_id)
+        if a[old_id][0].file == b[new_id][0].file:  # placeholders renamed or the function renamed
+            changes.append(Change("edited", old_id, new_id, "the same message"))
+        else:
+            changes.append(Change("moved", old_id, new_id, f"{a[old_id][0].file} -> {b[new_id][0].file}"))
     # edited: same file and function, a similar message (best pairs first)
     pairs: list[tuple[float, str, str]] = []
     by_place: dict[tuple[str, str], list[str]] = {}
@@ -128,6 +110,8 @@ def diff_scans(old: ScanResult, new: ScanResult, old_name: str, new_name: str) -
                 ratio = m.ratio()
                 if ratio > EDIT_RATIO:
                     pairs.append((ratio, ident, cand))
+    pairs += _renamed_edits(a, b, [i for i in gone if i not in matched], [i for i in fresh if i not in taken])
+    pairs += _extensions(a, b, [i for i in gone if i not in matched], [i for i in fresh if i not in taken])
     for ratio, ident, cand in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):
         if ident in matched or cand in taken:
             continue
@@ -139,6 +123,101 @@ def diff_scans(old: ScanResult, new: ScanResult, old_name: str, new_name: str) -
     order = {"added": 0, "removed": 1, "edited": 2, "moved": 3, "guard": 4, "line": 5}
     changes.sort(key=lambda c: (order[c.kind], c.old or "", c.new or ""))
     return ReleaseDiff(old_name, new_name, tuple(changes))
+
+
+def skeleton(template: str) -> str:
+    """The message with every placeholder blank: `{lora.rank}` and `{lora_rank}` are one message."""
+    return _PLACEHOLDER.sub("{}", template)
+
+
+def _leaf(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
+
+
+def _owner(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[0] if "." in qualname else ""
+
+
+def _closeness(old: RaiseSite, new: RaiseSite) -> float:
+    """How alike two raise sites of one message are by where they are: the same function name
+    first, then the same class, then the most similar file path."""
+    same_leaf = _leaf(old.fact.qualname) == _leaf(new.fact.qualname)
+    same_owner = _owner(old.fact.qualname) == _owner(new.fact.qualname)
+    path = difflib.SequenceMatcher(None, old.file, new.file, autojunk=False).ratio()
+    return 4 * same_leaf + 2 * same_owner + path
+
+
+def _pair_moves(a: dict[str, list[RaiseSite]], b: dict[str, list[RaiseSite]], gone: list[str],
+                fresh: list[str]) -> list[tuple[str, str]]:
+    """Gone ids whose message reappears under a new id: grouped by skeleton, each group paired
+    closest first (one gone id to one new id). A message with fewer than MOVE_LITERAL literal
+    characters is followed only within its function."""
+    olds: dict[str, list[str]] = {}
+    for ident in gone:
+        olds.setdefault(skeleton(a[ident][0].template), []).append(ident)
+    news: dict[str, list[str]] = {}
+    for ident in fresh:
+        news.setdefault(skeleton(b[ident][0].template), []).append(ident)
+    out: list[tuple[str, str]] = []
+    for key in sorted(set(olds) & set(news)):
+        short = _literal(key) < MOVE_LITERAL
+        scored = []
+        for o in olds[key]:
+            for n in news[key]:
+                if short and a[o][0].fact.qualname != b[n][0].fact.qualname:
+                    continue
+                scored.append((_closeness(a[o][0], b[n][0]), o, n))
+        used_old: set[str] = set()
+        used_new: set[str] = set()
+        for _, o, n in sorted(scored, key=lambda t: (-t[0], t[1], t[2])):
+            if o not in used_old and n not in used_new:
+                used_old.add(o)
+                used_new.add(n)
+                out.append((o, n))
+    return out
+
+
+def _renamed_edits(a: dict[str, list[RaiseSite]], b: dict[str, list[RaiseSite]], gone: list[str],
+                   fresh: list[str]) -> list[tuple[float, str, str]]:
+    """A message edited a little while its function was renamed in the same file
+    (`check_enough_kv_cache_memory` -> `_check_enough_kv_cache_memory`): a stricter similarity."""
+    by_file: dict[str, list[str]] = {}
+    for ident in fresh:
+        by_file.setdefault(b[ident][0].file, []).append(ident)
+    out: list[tuple[float, str, str]] = []
+    for ident in gone:
+        s = a[ident][0]
+        for cand in by_file.get(s.file, []):
+            if b[cand][0].fact.qualname == s.fact.qualname:
+                continue  # same function: the ordinary edit above
+            m = difflib.SequenceMatcher(None, s.template, b[cand][0].template, autojunk=False)
+            if m.real_quick_ratio() > RENAMED_EDIT_RATIO and m.quick_ratio() > RENAMED_EDIT_RATIO:
+                ratio = m.ratio()
+                if ratio > RENAMED_EDIT_RATIO:
+                    out.append((ratio, ident, cand))
+    return out
+
+
+def _extensions(a: dict[str, list[RaiseSite]], b: dict[str, list[RaiseSite]], gone: list[str],
+                fresh: list[str]) -> list[tuple[float, str, str]]:
+    """A message that grew (`Failed to infer device type` -> `Failed to infer device type,
+    please set ...`) in the same file and class, its function possibly renamed: an edit whose
+    similarity ratio is low only because text was added."""
+    by_file: dict[tuple[str, str], list[str]] = {}
+    for ident in fresh:
+        s = b[ident][0]
+        by_file.setdefault((s.file, _owner(s.fact.qualname)), []).append(ident)
+    out: list[tuple[float, str, str]] = []
+    for ident in gone:
+        s = a[ident][0]
+        old = skeleton(s.template).rstrip(". ")
+        if _literal(old) < MOVE_LITERAL:
+            continue
+        for cand in by_file.get((s.file, _owner(s.fact.qualname)), []):
+            new = skeleton(b[cand][0].template)
+            if new.startswith(old) and len(new) > len(old):
+                out.append((EDIT_RATIO + len(old) / len(new) * (1 - EDIT_RATIO) / 2, ident, cand))
+    return out
 
 
 def build_history(scans: Sequence[tuple[str, ScanResult]]) -> History:

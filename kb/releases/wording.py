@@ -21,7 +21,7 @@ from kb.model import Appearance, ScanResult, Wording
 from kb.releases.history import History
 
 SHIPPED = Path(__file__).with_name("wordings.json.gz")
-FORMAT = "kb-wordings/1"
+FORMAT = "kb-wordings/2"
 
 
 def wordings(scans: Sequence[tuple[str, ScanResult]], history: History) -> tuple[Wording, ...]:
@@ -44,14 +44,14 @@ def wordings(scans: Sequence[tuple[str, ScanResult]], history: History) -> tuple
             line, function, cls = where[ident]
             ended = history.aliases[ident][2] if ident in history.aliases else removed
             out.append(Wording(ident, a.template, a.file, line, function, cls, releases[0], releases[-1],
-                               None if removed else current, ended))
+                               None if removed else current, ended, current))
     return tuple(sorted(out, key=lambda w: w.id))
 
 
 def dumps(items: Sequence[Wording], releases: Sequence[str]) -> bytes:
     """Deterministic gzip of the compact JSON (no file name, no time in the header)."""
     rows = [[w.id, w.template, w.file, w.line, w.function, w.exception_class, w.first, w.last, w.current,
-             w.ended_in] for w in items]
+             w.ended_in, w.chain] for w in items]
     text = json.dumps({"format": FORMAT, "releases": list(releases), "wordings": rows}, ensure_ascii=False,
                       separators=(",", ":"), sort_keys=True)
     buffer = io.BytesIO()

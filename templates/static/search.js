@@ -15,7 +15,7 @@
   var LOG_PREFIX = /^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?/;
   var PYDANTIC = /Value error, (.*?)(?: \[type=value_error\b.*)?$/;
   var EXCEPTION = /^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: /;
-  var EXCEPTION_MARK = /(?:^|(?<=[\s`'"(\[:]))(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\([\w.]*\))?(?:\[[^\]]*\])?: /g;
+  var EXCEPTION_MARK = /(?<![A-Za-z0-9_.])(?:[A-Za-z0-9_]+\.)*[A-Za-z0-9_]*(?:Error|Exception)(?:\([A-Za-z0-9_.]*\))?(?:\[[^\]]*\])?: /g;
   var EXCEPTION_MARK_FOLD = new RegExp(EXCEPTION_MARK.source, "gi");
   var WRAPPING = "`*'\"";
   function count(text, ch) { return text.split(ch).length - 1; }
@@ -93,6 +93,7 @@
   function prepare(e) {
     if (e.longest !== undefined) return e;
     e.longest = e.parts.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
+    if (e.longest.charAt(e.longest.length - 1) === ".") e.longest = e.longest.slice(0, -1);  // a paste may lack it
     e.words = {};
     (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
     return e;
@@ -102,53 +103,138 @@
     for (var i = 0; i < count; i++) if ((m[i + 1] || "").trim()) out.push([e.names[i], m[i + 1].trim()]);
     return out;
   }
-  var ORDER = {exact: 0, contained: 1, truncated: 2, similar: 3};
+  var ORDER = {exact: 0, contained: 1, truncated: 2, probably: 3, similar: 4};
   var TRACEBACK_FILE = /File "[^"\n]*?\/(vllm\/[^"\n]+\.py)"/g;
-  function tracebackFiles(text) {
-    var files = {}, m;
+  var RELEASE = /\bvllm\b[^\n\d]{0,30}?\bv?(\d+)\.(\d+)\.\d+/gi;
+  function cluesOf(text) {  // as kb explain: the vLLM files of a traceback, the releases named
+    var files = {}, minors = [], m;
     TRACEBACK_FILE.lastIndex = 0;
     while ((m = TRACEBACK_FILE.exec(text)) !== null) files[m[1]] = true;
-    return files;
+    RELEASE.lastIndex = 0;
+    while ((m = RELEASE.exec(text)) !== null) minors.push([parseInt(m[1], 10), parseInt(m[2], 10)]);
+    return {files: files, minors: minors};
   }
-  function rank(list, files) {
-    var any = files && Object.keys(files).length > 0;
+  function minor(release) {  // as kb explain: null for a release name that is no version
+    var m = /^v?(\d+)\.(\d+)/.exec(release);
+    return m ? [parseInt(m[1], 10), parseInt(m[2], 10)] : null;
+  }
+  function cmp(a, b) { for (var i = 0; i < a.length; i++) { if (a[i] !== b[i]) return a[i] - b[i]; } return 0; }
+  function elsewhere(e, clues) {
+    if (!clues.minors.length || !e.releases) return 0;
+    var first = minor(e.releases[0]), last = minor(e.releases[1]);
+    if (!first || !last) return 0;
+    return clues.minors.some(function (m) { return cmp(first, m) <= 0 && cmp(m, last) <= 0; }) ? 0 : 1;
+  }
+  function since(e) {  // as kb explain: the wording raised by the most releases, then the oldest
+    var first = e.releases && minor(e.releases[0]), last = e.releases && minor(e.releases[1]);
+    if (!first || !last) return [0, 1e6, 0];
+    return [-((last[0] - first[0]) * 1000 + last[1] - first[1]), first[0], first[1]];
+  }
+  function rank(list, clues) {
+    var files = clues.files, any = Object.keys(files).length > 0;
     function away(m) { return any && !files[m.e.file] ? 1 : 0; }
+    function older(m) { return m.e.older ? 1 : 0; }
+    function olderWhole(m) { return m.kind === "exact" && m.e.older ? 1 : 0; }
     return list.sort(function (a, b) {
-      return (ORDER[a.kind] - ORDER[b.kind]) || (away(a) - away(b)) || ((a.e.older ? 1 : 0) - (b.e.older ? 1 : 0)) ||
-        (b.score - a.score) || (a.e.id < b.e.id ? -1 : a.e.id > b.e.id ? 1 : 0);
+      return (ORDER[a.kind] - ORDER[b.kind]) || (away(a) - away(b)) || (elsewhere(a.e, clues) - elsewhere(b.e, clues)) ||
+        (olderWhole(a) - olderWhole(b)) || (b.score - a.score) || (older(a) - older(b)) || cmp(since(a.e), since(b.e)) ||
+        (a.e.id < b.e.id ? -1 : a.e.id > b.e.id ? 1 : 0);
     });
   }
-  function matchRecord(record, files) {
-    var out = matchWith(record, files, false);
+  // As kb explain: a placeholder at an end of a template found inside a longer text takes only
+  // the word or bracketed value next to the literal text.
+  var OPEN = {"[": "]", "(": ")", "{": "}", "'": "'", "\"": "\""}, CLOSE = {"]": "[", ")": "(", "}": "{", "'": "'", "\"": "\""};
+  var EDGE = "`*'\".,;:()[]{} ";
+  function bracketed(text, opener, closer) {
+    var depth = 0;
+    for (var i = 0; i < text.length; i++) {
+      var ch = text.charAt(i);
+      if (ch === closer && (depth > 0 || opener === closer) && i > 0) { depth--; if (depth <= 0) return i + 1; }
+      else if (ch === opener) depth++;
+    }
+    return -1;
+  }
+  function stripLeft(s) { var i = 0; while (i < s.length && EDGE.indexOf(s.charAt(i)) >= 0) i++; return s.slice(i); }
+  function stripRight(s) { var i = s.length; while (i > 0 && EDGE.indexOf(s.charAt(i - 1)) >= 0) i--; return s.slice(0, i); }
+  function words(s) { return s.split(/[ \t\n\r\f\v]+/).filter(function (w) { return w; }); }
+  function leadValue(before) {
+    var last = before.charAt(before.length - 1);
+    if (last && CLOSE[last] !== undefined) {
+      var end = bracketed(before.split("").reverse().join(""), last, CLOSE[last]);
+      if (end > 0) return before.slice(before.length - end);
+    }
+    var w = words(before);
+    return w.length ? stripRight(stripLeft(w[w.length - 1])) : "";
+  }
+  function trailValue(after) {
+    var first = after.charAt(0);
+    if (first && OPEN[first] !== undefined) {
+      var end = bracketed(after, first, OPEN[first]);
+      if (end > 0) return after.slice(0, end);
+    }
+    var w = words(after);
+    return w.length ? stripRight(stripLeft(w[0])) : "";
+  }
+  function balanced(v) {
+    return [["[", "]"], ["(", ")"], ["{", "}"]].every(function (p) { return count(v, p[0]) === count(v, p[1]); }) &&
+      count(v, "'") % 2 === 0 && count(v, "\"") % 2 === 0;
+  }
+  function cleanEdges(parts, vals) {
+    if (!vals.length) return true;
+    if (parts[0] === "" && leadValue(vals[0]) !== vals[0].trim()) return false;
+    return parts[parts.length - 1] !== "" || balanced(vals[vals.length - 1]);
+  }
+  function containedFit(parts, text) {
+    var tries = [parts], last = parts[parts.length - 1];
+    if (last.charAt(last.length - 1) === ".") tries.push(parts.slice(0, -1).concat([last.slice(0, -1)]));
+    for (var t = 0; t < tries.length; t++) {
+      var p = tries[t], lead = p[0] === "", trail = p[p.length - 1] === "";
+      var core = p.slice(lead ? 1 : 0, trail ? p.length - 1 : p.length);
+      if (!core.length || !core[0]) continue;
+      var found = fit(core, text, false, false);
+      if (!found) continue;
+      var vals = found[0], pos = found[1];
+      if (lead) { var v = leadValue(text.slice(0, text.indexOf(core[0]))); if (!v) continue; vals = [v].concat(vals); }
+      if (trail) { var w = trailValue(text.slice(pos)); if (!w) continue; vals = vals.concat([w]); }
+      return [vals, pos];
+    }
+    return null;
+  }
+  function matchRecord(record, clues) {
+    var out = matchWith(record, clues, false);
     // As kb explain: a paste all in lower case is compared without case.
     if (!out.length && /^[\x00-\x7f]*$/.test(record) && record === record.toLowerCase() &&
-        record !== record.toUpperCase()) out = matchWith(record, files, true);
+        record !== record.toUpperCase()) out = matchWith(record, clues, true);
     return out;
   }
-  function matchWith(record, files, fold) {
+  function matchWith(record, clues, fold) {
     var message = unwrap(record, fold), out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable) return;  // "{key}: {value}" would match anything
       prepare(e);
       if (record.indexOf(fold ? e.longest.toLowerCase() : e.longest) < 0) return;
       var parts = fold ? e.parts.map(function (p) { return p.toLowerCase(); }) : e.parts;
-      var last = parts[parts.length - 1], kind = "exact";
+      var last = parts[parts.length - 1], kind = "exact", used = parts;
       var found = fit(parts, message, true, true);
       if (!found && last.charAt(last.length - 1) === ".") {  // pasted without its final period
-        found = fit(parts.slice(0, -1).concat([last.slice(0, -1)]), message, true, true);
+        used = parts.slice(0, -1).concat([last.slice(0, -1)]);
+        found = fit(used, message, true, true);
       }
-      if (!found && e.literal >= MIN_LITERAL) { found = fit(parts, record, false, false); kind = "contained"; }
+      if (found && !cleanEdges(used, found[0])) found = null;  // an end placeholder took text around it
+      if (!found && e.literal >= MIN_LITERAL) { found = containedFit(parts, record); kind = "contained"; }
       if (found) out.push({e: e, kind: kind, score: e.literal, values: values(e, [""].concat(found[0]), e.names.length)});
     });
-    return rank(out, files);
+    return rank(out, clues);
   }
-  function overlap(tail, literal) {
-    for (var k = Math.min(tail.length - 1, literal.length); k > 0; k--) {
-      if (tail.slice(tail.length - k) === literal.slice(0, k)) return k;
+  function cutInside(tail, literal) {  // as kb explain: the longest start of literal in tail, by bisection
+    var low = 0, high = literal.length;
+    while (low < high) {
+      var mid = Math.floor((low + high + 1) / 2);
+      if (tail.indexOf(literal.slice(0, mid), 1) >= 0) low = mid; else high = mid - 1;
     }
-    return 0;
+    return low ? [tail.indexOf(literal.slice(0, low), 1), low] : [tail.length, 0];
   }
-  function truncated(message, files) {
+  function truncated(message, clues) {
     var out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable || e.literal < MIN_LITERAL) return;
@@ -165,9 +251,9 @@
         var groups = found[0].concat(j < parts.length ? [message.slice(found[1])] : []);
         var matched = parts.slice(0, j).join("").length;
         if (j < parts.length) {
-          var cut = overlap(groups[groups.length - 1], parts[j]);
-          groups[groups.length - 1] = groups[groups.length - 1].slice(0, groups[groups.length - 1].length - cut);
-          matched += cut;
+          var cut = cutInside(groups[groups.length - 1], parts[j]);
+          groups[groups.length - 1] = groups[groups.length - 1].slice(0, cut[0]);
+          matched += cut[1];
         }
         if (matched >= Math.min(24, e.literal)) {
           out.push({e: e, kind: "truncated", score: matched, values: values(e, [""].concat(groups), groups.length)});
@@ -175,7 +261,7 @@
         break;
       }
     });
-    return rank(out, files).slice(0, 5);
+    return rank(out, clues).slice(0, 5);
   }
   function similar(message) {
     var words = {}, n = 0;
@@ -192,11 +278,138 @@
     });
     return out.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); }).slice(0, 5);
   }
-  function innerFirst(matches, files) {  // as kb explain: an error carried in a value comes first
+  // As kb explain's probably(): the whole message aligned with a template's words and signs.
+  var TOKEN = /[A-Za-z0-9_]+|[^\sA-Za-z0-9_]/g;
+  var FUZZY_MAX_TOKENS = 160, FUZZY_CANDIDATES = 6, FUZZY_MIN_WORDS = 0.5, FUZZY_MIN_TOKENS = 6;
+  var FUZZY_EDITS = 0.0, WORD_COST = 4, SIGN_COST = 1;  // kb explain's constants (a test compares them)
+  function weight(t) { return /[A-Za-z0-9_]/.test(t.charAt(0)) ? WORD_COST : SIGN_COST; }
+  function tokens(text) {
+    var out = [], m;
+    TOKEN.lastIndex = 0;
+    while ((m = TOKEN.exec(text)) !== null) out.push([m[0].toLowerCase(), m.index, m.index + m[0].length]);
+    return out;
+  }
+  function templateTokens(e) {
+    var out = [];
+    e.parts.forEach(function (p, i) {
+      (p.match(TOKEN) || []).forEach(function (t) { out.push(t.toLowerCase()); });
+      if (i < e.names.length) out.push(null);
+    });
+    return out;
+  }
+  function close(a, b) {
+    if (Math.abs(a.length - b.length) * 3 > Math.max(a.length, b.length)) return false;
+    var prev = [];
+    for (var j = 0; j <= b.length; j++) prev.push(j);
+    for (var i = 1; i <= a.length; i++) {
+      var cur = [i];
+      for (j = 1; j <= b.length; j++) {
+        cur.push(Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a.charAt(i - 1) !== b.charAt(j - 1) ? 1 : 0)));
+      }
+      prev = cur;
+    }
+    return prev[b.length] * 3 <= Math.max(a.length, b.length);
+  }
+  function align(template, message) {
+    var n = message.length, m = template.length, i, j;
+    var w = template.map(function (t) { return t === null ? WORD_COST : weight(t); });
+    var added = message.map(weight), cost = [], step = [];
+    for (i = 0; i <= n; i++) { cost.push(new Array(m + 1).fill(0)); step.push(new Array(m + 1).fill("")); }
+    for (j = 1; j <= m; j++) { cost[0][j] = cost[0][j - 1] + w[j - 1]; step[0][j] = "-"; }
+    for (i = 1; i <= n; i++) {
+      var word = message[i - 1], row = cost[i], up = cost[i - 1], srow = step[i];
+      row[0] = up[0] + added[i - 1]; srow[0] = "+";
+      for (j = 1; j <= m; j++) {
+        var t = template[j - 1], best, how;
+        if (t === null) {
+          best = up[j - 1]; how = "v";
+          if (up[j] < best && (step[i - 1][j] === "v" || step[i - 1][j] === "w")) { best = up[j]; how = "w"; }
+        } else {
+          if (word === t) { best = up[j - 1]; how = "="; }
+          else if (i > 1 && message[i - 2] + word === t) { best = cost[i - 2][j - 1]; how = "2"; }
+          else if (close(word, t)) { best = up[j - 1] + Math.max(w[j - 1], added[i - 1]); how = "~"; }
+          else { best = up[j - 1] + w[j - 1] + added[i - 1]; how = "~"; }
+          if (up[j] + added[i - 1] < best) { best = up[j] + added[i - 1]; how = "+"; }
+        }
+        if (row[j - 1] + w[j - 1] < best) { best = row[j - 1] + w[j - 1]; how = "-"; }
+        row[j] = best; srow[j] = how;
+      }
+    }
+    var steps = [];
+    i = n; j = m;
+    while (j > 0 || i > 0) {
+      var h = step[i][j];
+      if (h === "=" || h === "~" || h === "v") { steps.push([h, i - 1, j - 1]); i--; j--; }
+      else if (h === "2") { steps.push(["=", i - 1, j - 1], ["=", i - 2, j - 1]); i -= 2; j--; }
+      else if (h === "w") { steps.push(["v", i - 1, j - 1]); i--; }
+      else if (h === "+") { steps.push(["+", i - 1, -1]); i--; }
+      else { steps.push(["-", -1, j - 1]); j--; }
+    }
+    steps.reverse();
+    return [cost[n][m], steps];
+  }
+  function alignedValues(names, template, steps, toks, text) {
+    var spans = {};
+    steps.forEach(function (s) {
+      if (s[0] !== "v") return;
+      var a = toks[s[1]][1], b = toks[s[1]][2], old = spans[s[2]];
+      spans[s[2]] = old ? [Math.min(old[0], a), Math.max(old[1], b)] : [a, b];
+    });
+    var out = [], k = 0;
+    template.forEach(function (t, j) {
+      if (t !== null) return;
+      if (k < names.length && spans[j]) out.push([names[k], text.slice(spans[j][0], spans[j][1])]);
+      k++;
+    });
+    return out;
+  }
+  function probably(message, clues) {
+    var toks = tokens(message);
+    if (!toks.length || toks.length > FUZZY_MAX_TOKENS) return [];
+    var words = {}, n = 0;
+    (message.match(WORD) || []).forEach(function (w) { if (!words[w.toLowerCase()]) { words[w.toLowerCase()] = true; n++; } });
+    if (!n) return [];
+    var shared = [];
+    index.entries.forEach(function (e) {
+      if (!e.matchable || e.literal < MIN_LITERAL) return;
+      prepare(e);
+      var inter = 0, size = 0;
+      for (var w in e.words) { size++; if (words[w]) inter++; }
+      if (size && inter / size >= FUZZY_MIN_WORDS) shared.push([inter / size, e]);
+    });
+    shared.sort(function (a, b) {  // as kb explain: most words shared, the release's own, the longest
+      return (b[0] - a[0]) || ((a[1].older ? 1 : 0) - (b[1].older ? 1 : 0)) || (b[1].literal - a[1].literal) ||
+        (a[1].id < b[1].id ? -1 : a[1].id > b[1].id ? 1 : 0);
+    });
+    var out = [], plain = toks.map(function (t) { return t[0]; });
+    shared.slice(0, FUZZY_CANDIDATES).forEach(function (x) {
+      var e = x[1], template = templateTokens(e), literal = 0, count = 0;
+      template.forEach(function (t) { if (t !== null) { count++; literal += weight(t); } });
+      if (count < FUZZY_MIN_TOKENS) return;
+      var r = align(template, plain);
+      if (r[0] > FUZZY_EDITS * literal) return;
+      out.push({cost: r[0], words: JSON.stringify(template),
+                match: {e: e, kind: "probably", score: literal - r[0], values: alignedValues(e.names, template, r[1], toks, message)}});
+    });
+    if (!out.length) return [];
+    var least = Math.min.apply(null, out.map(function (o) { return o.cost; })), seen = {}, kinds = 0;
+    out.forEach(function (o) { if (o.cost === least && !seen[o.words]) { seen[o.words] = true; kinds++; } });
+    if (kinds > 1) return [];  // two templates of other words are as close: which one is a guess
+    return rank(out.map(function (o) { return o.match; }), clues).slice(0, 3);
+  }
+  function fuller(message, clues) {  // as kb explain: cut off, else (when that explains little) aligned
+    var cut = truncated(message, clues);
+    if (!cut.length || cut[0].score < message.length / 2) {
+      var near = probably(message, clues);
+      if (near.length) cut = near;
+    }
+    return cut;
+  }
+  function innerFirst(matches, clues) {  // as kb explain: an error carried in a value comes first
     if (!matches.length) return matches;
     var best = matches[0];
     for (var i = 0; i < best.values.length; i++) {
-      var inner = matchRecord(best.values[i][1], files);
+      var inner = matchRecord(best.values[i][1], clues);
       if (inner.length && inner[0].kind === "exact") {
         return [inner[0], best].concat(inner.slice(1), matches.slice(1));
       }
@@ -204,10 +417,16 @@
     return matches;
   }
   function explain(text) {
-    var found = [], seen = {}, files = tracebackFiles(text);
+    var found = [], seen = {}, clues = cluesOf(text);
     records(text).forEach(function (r) {
-      var matches = innerFirst(matchRecord(r.text, files), files);
+      var matches = innerFirst(matchRecord(r.text, clues), clues);
       if (!matches.length) return;
+      if (matches[0].kind === "contained") {  // a longer template cut off or aligned here explains more of it
+        var more = fuller(unwrap(r.text), clues);
+        if (more.length && (more[0].kind === "probably" || more[0].score > matches[0].score)) {
+          matches = [more[0]].concat(matches);
+        }
+      }
       var key = matches[0].e.id + JSON.stringify(matches[0].values);
       if (seen[key]) return;
       seen[key] = true;
@@ -217,7 +436,8 @@
     if (found.length) return {found: found};
     var messages = records(text).map(function (r) { return unwrap(r.text); });
     var message = messages.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
-    var cut = truncated(message, files);
+    var cut = fuller(message, clues);
+    cut.slice(1).forEach(function (o) { o.other = true; });  // as kb explain: one error, the others less likely
     if (cut.length) return {found: cut};
     return {found: [], suggestions: similar(message)};
   }
@@ -246,14 +466,19 @@
   function item(r) {
     var li = document.createElement("li");
     var a = document.createElement("a");
-    a.href = root + "errors/" + r.e.id + "/";
+    var page = r.e.older ? r.e.page : r.e.id;  // older wording: its successor's page, or its own when built
+    if (page) a.href = root + "errors/" + page + "/";
     a.textContent = r.e.title;
     li.appendChild(a);
     var meta = document.createElement("span");
     meta.className = "where";
     var how = {contained: " · found inside your text", truncated: " · your message is cut off: matched its start",
+               probably: " · probably: the same words, spaced, cased or wrapped otherwise",
                similar: " · similarity " + r.score + " (not a match)"}[r.kind] || "";
-    meta.textContent = " " + r.e.cls + " · " + r.e.file + ":" + r.e.line + (r.e.curated ? " · curated" : "") + how;
+    var span = r.e.releases ? (r.e.releases[0] === r.e.releases[1] ? r.e.releases[0] : r.e.releases.join("–")) : "";
+    var wording = !r.e.older ? "" : r.e.current ? " · the wording of vLLM " + span + "; since " + r.e.endedIn +
+      " it is " + r.e.current : " · raised by vLLM " + span + "; removed in " + r.e.endedIn;
+    meta.textContent = " " + r.e.cls + " · " + r.e.file + ":" + r.e.line + (r.e.curated ? " · curated" : "") + how + wording;
     li.appendChild(meta);
     if (r.values.length) {
       var vals = document.createElement("div");
