@@ -1,0 +1,130 @@
+"""Hostile input from the scanned source and from curated checks: a located warning or
+problem, bounded time and memory, and nothing written outside the output and cache folders."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, write_entries
+from fixture_tree import MODEL_V1, tree_files, write_tree
+from kb.cli import main
+
+DCP_TEST = "if num_q_per_kv % decode_context_parallel_size != 0:"
+
+
+@pytest.fixture
+def time_guard() -> Iterator[None]:
+    """Fails the test instead of hanging the run, should the command not come back in 60 s."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError("did not come back within 60 s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def fixture_tree(root: Path, model: str = MODEL_V1, extra: dict[str, str] | None = None) -> Path:
+    files = tree_files("0.1.0", broken=False) | {"vllm/config/model.py": model, DCP_MAX_FILE: DCP_MAX} | (extra or {})
+    return write_tree(root, files)
+
+
+def kb_subprocess(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`kb ...` in a process of its own, given 60 s (hostile input once hung in C code)."""
+    return subprocess.run([sys.executable, "-m", "kb", *argv], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def lint_out(capsys: pytest.CaptureFixture[str], tree: Path, errors: Path) -> tuple[int, list[str], str]:
+    code = main(["lint", "--source", str(tree), "--errors", str(errors)])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+# --- the evaluator, reached from curated checks and from vLLM's scanned guard ------------------------
+def test_a_guard_from_the_source_cannot_hang_the_cross_validation(tmp_path: Path) -> None:
+    """The shipped entry's template and file, with a guard that would compute a number of
+    billions of digits: a located problem of that entry, in bounded time (a process of its
+    own with a timeout: the old hang was in C, where no alarm interrupts it)."""
+    model = MODEL_V1.replace(DCP_TEST, DCP_TEST[:-1] + " and ((((9**64)**64)**64)**64)**64 > 0:")
+    tree = fixture_tree(tmp_path / "tree", model)
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "dcp-max.yaml": DCP_MAX_ENTRY})
+    lint = kb_subprocess(tmp_path, "lint", "--source", str(tree), "--errors", str(errors))
+    build = kb_subprocess(tmp_path, "build", "--source", str(tree), "--errors", str(errors), "-o", "site", "--quiet")
+    assert build.returncode == 0 and "Traceback" not in build.stderr
+    assert (tmp_path / "site" / f"errors/{DCP_ID}/index.html").is_file()
+    out = lint.stdout.splitlines()
+    assert lint.returncode == 1 and "Traceback" not in lint.stderr
+    guard = ("decode_context_parallel_size > 1 and not self.use_mla and num_q_per_kv % decode_context_parallel_size "
+             "!= 0 and ((((9 ** 64) ** 64) ** 64) ** 64) ** 64 > 0")
+    assert out[1:] == [
+        f"errors/dcp.yaml:14: vLLM's guard `{guard}` cannot be evaluated (exponent too large in '(9 ** 64) ** 64' (the "
+        "result would have more than 4096 bits)): bind it in source_bindings, or set source_check: manual with a reason",
+    ]
+    assert out[0].startswith("errors/dcp.yaml:25: stale: guard changed since 0.1.0") and out[0].endswith(f"has `{guard}`")
+
+
+def test_a_check_that_fails_to_evaluate_is_a_located_problem_of_its_entry(tmp_path: Path, capsys) -> None:
+    """`1 // 0` no longer aborts `kb lint` with an unlocated error: every other entry's
+    problems are still reported."""
+    tree = fixture_tree(tmp_path / "tree")
+    bad = DCP_ENTRY.replace('raises_when: "decode', 'raises_when: "1 // 0 == 0 and decode')
+    wrong_case = DCP_MAX_ENTRY.replace("decode_context_parallel_size: 2}, raises: false",
+                                       "decode_context_parallel_size: 2}, raises: true")
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": bad, "dcp-max.yaml": wrong_case})
+    code, out, err = lint_out(capsys, tree, errors)
+    assert code == 1
+    division = "ZeroDivisionError: integer division or modulo by zero in '1 // 0 == 0 and decode_context_parallel_size"
+    assert [line.split(division)[0] for line in out] == [
+        "errors/dcp-max.yaml:22: case says raises: true, but raises_when gives false",
+        "errors/dcp-max.yaml:22: vLLM's own guard gives false for this case, the case says true",
+        "errors/dcp.yaml:16: raises_when fails on the example fix of errors/dcp-max.yaml: ",
+        "errors/dcp.yaml:23: raises_when fails on this case: ",
+        "errors/dcp.yaml:24: raises_when fails on this case: ",
+        "errors/dcp.yaml:11: example_fix.before: raises_when fails: ",
+        "errors/dcp.yaml:12: example_fix.after: raises_when fails: ",
+    ]
+    assert all(division in line for line in out if "fails" in line)
+    assert "Error:" not in err and err.endswith(": 7 problem(s)\n")
+
+
+def test_a_non_finite_constant_is_located_in_lint_and_skipped_by_keep_going(tmp_path: Path, capsys) -> None:
+    tree = fixture_tree(tmp_path / "tree")
+    bad = DCP_ENTRY.replace('raises_when: "decode', 'raises_when: "1e999 > 0 and decode')
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": bad, "dcp-max.yaml": DCP_MAX_ENTRY})
+    code, out, _ = lint_out(capsys, tree, errors)
+    assert (code, out) == (1, ["errors/dcp.yaml:16: raises_when: not a finite number: 1e309"])
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(errors), "-o", str(site), "--quiet"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == "errors/dcp.yaml:16: raises_when: not a finite number: 1e309"
+    assert main(["build", "--source", str(tree), "--errors", str(errors), "-o", str(site), "--quiet",
+                 "--keep-going"]) == 0
+    assert "warning: skipped: errors/dcp.yaml:16: raises_when: not a finite number: 1e309" in capsys.readouterr().err
+    assert (site / f"errors/{DCP_ID}/index.html").is_file()
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("len('a' * 10**9) > 0", "value too large in \"'a' * 10 ** 9\""),
+    ("len('%0*d' % (10**9, 1)) > 0", "`*` widths are not allowed"),
+    (" + ".join(["1"] * 500) + " > 0", "expression nested too deeply (more than 100 levels)"),
+    (" + ".join(["1"] * 2000) + " > 0", "expression nested too deeply (more than 100 levels)"),
+])
+def test_huge_or_deep_checks_are_refused_by_lint_and_build_alike(tmp_path: Path, capsys, time_guard: None,
+                                                                 expr: str, message: str) -> None:
+    tree = fixture_tree(tmp_path / "tree")
+    bad = DCP_ENTRY.replace('raises_when: "decode', f'raises_when: "{expr} and decode')
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": bad, "dcp-max.yaml": DCP_MAX_ENTRY})
+    code, out, _ = lint_out(capsys, tree, errors)
+    assert code == 1 and out and all(line.startswith("errors/dcp.yaml:") and message in line for line in out)
+    site = tmp_path / "site"
+    code = main(["build", "--source", str(tree), "--errors", str(errors), "-o", str(site), "--quiet", "--keep-going"])
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err and "Error:" not in err
+    assert (site / f"errors/{DCP_ID}/index.html").is_file()
