@@ -159,6 +159,10 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
 
     scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
     scans = scan_releases(specs, jobs, use_cache, scan_progress)
+    if warn:
+        for name, result in scans:
+            for w in result.warnings:  # files that do not parse, statements too deep to scan
+                warn(f"{w} (in {name})" if len(scans) > 1 else str(w))
     history = build_history(scans) if len(scans) > 1 else None
     merged = curated_records(scans, errors, keep_going, warn, history)
     return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,

@@ -128,3 +128,59 @@ def test_huge_or_deep_checks_are_refused_by_lint_and_build_alike(tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err and "Error:" not in err
     assert (site / f"errors/{DCP_ID}/index.html").is_file()
+
+
+# --- scanned source that once broke the whole scan ----------------------------------------------------
+TERMS = 400  # about 330 `+` terms were enough for a RecursionError
+PLUS = " + ".join(f"str(a{i})" for i in range(TERMS))
+DEEP = {
+    "message": f"def f(a):\n    raise ValueError({PLUS})\n",
+    "guard": f"def f(a):\n    if {PLUS}:\n        raise ValueError('guarded')\n",
+    "msg += chain": "def f(a):\n    msg = 'x'\n" + "".join(f"    msg += 'p{i}'\n" for i in range(TERMS))
+                    + "    raise ValueError(msg)\n",
+    "msg = msg + chain": "def f(a):\n    msg = 'x'\n" + "".join(f"    msg = msg + 'p{i}'\n" for i in range(TERMS))
+                         + "    raise ValueError(msg)\n",
+    "for head": f"def f(a):\n    for x in {PLUS}:\n        raise ValueError('in a loop')\n",
+    "local": f"def f(a):\n    loc = {PLUS}\n    if loc:\n        raise ValueError('local')\n",
+    "except head": "def f(a):\n    try:\n        pass\n    except " + " | ".join(["E"] * TERMS)
+                   + ":\n        raise ValueError('handler')\n",
+}
+AFTER = "\n\ndef g(n):\n    if n > 1:\n        raise ValueError(f'n is {n}')\n"
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP))
+def test_a_statement_too_deep_to_scan_is_a_located_warning(shape: str) -> None:
+    from kb.scan.extract import extract
+
+    src = DEEP[shape] + AFTER
+    raise_line = next(i for i, line in enumerate(src.splitlines(), 1) if "raise ValueError" in line)
+    facts = extract(src.encode())
+    assert facts.error is None
+    assert [(r.qualname, r.template, r.guard) for r in facts.raises] == [("g", "n is {n}", "n > 1")]
+    (line, message), = facts.skipped
+    assert message == "not scanned: an expression here, or a name it reads, nests more than 100 levels deep"
+    assert line == ({"guard": 2, "for head": 2, "except head": 4}.get(shape, raise_line))
+
+
+def test_names_bound_in_a_cycle_end() -> None:
+    from kb.scan.extract import extract
+
+    facts = extract(b"def f(x):\n    a = b\n    b = a\n    raise ValueError(a + 'x')\n"
+                    b"def g(x):\n    a = b\n    b = a\n    raise ValueError(x % a)\n")
+    assert [r.template for r in facts.raises] == ["{a}x", "{x % a}"] and facts.skipped == ()
+
+
+def test_one_hostile_file_never_makes_the_build_impossible(tmp_path: Path, capsys) -> None:
+    tree = fixture_tree(tmp_path / "tree", extra={"vllm/hostile.py": DEEP["message"] + AFTER})
+    assert main(["scan", "--source", str(tree), "-o", str(tmp_path / "scan.json"), "--quiet"]) == 0
+    warning = "vllm/hostile.py:2: not scanned: an expression here, or a name it reads, nests more than 100 levels deep"
+    assert capsys.readouterr().err == f"warning: {warning}\n"
+    assert main(["scan", "--source", str(tree), "--strict", "-o", str(tmp_path / "strict.json")]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == f"Error: 1 scan warning(s) (--strict); first: {warning}"
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "dcp-max.yaml": DCP_MAX_ENTRY})
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(errors), "-o", str(site), "--quiet"]) == 0
+    assert capsys.readouterr().err == f"warning: {warning}\n"
+    from kb.scan.ids import error_id
+
+    assert (site / f"errors/{error_id('n is {n}', 'vllm/hostile.py')}/index.html").is_file()

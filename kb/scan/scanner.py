@@ -56,10 +56,13 @@ def scan(
     stamp = tree.stamp if (tree.stamp is not None and not strict) else None
     facts, keys = _facts(paths, read, stamp, jobs, cache, progress, parse_all=strict, pool=pool)
     warnings = tuple(
-        Located(path, f.error[0], f.error[1]) for path, f in zip(paths, facts) if f.error is not None
+        Located(path, line, message) for path, f in zip(paths, facts)
+        for line, message in ([f.error] if f.error is not None else []) + sorted(f.skipped)
     )
     if strict and warnings:
-        raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
+        unparsed = sum(f.error is not None for f in facts)
+        what = f"{unparsed} file(s) could not be parsed" if unparsed == len(warnings) else f"{len(warnings)} scan warning(s)"
+        raise ScanError(f"{what} (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
     sites: list[RaiseSite] = []
     file_keys: dict[str, str] = {}
