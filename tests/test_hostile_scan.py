@@ -184,3 +184,163 @@ def test_one_hostile_file_never_makes_the_build_impossible(tmp_path: Path, capsy
     from kb.scan.ids import error_id
 
     assert (site / f"errors/{error_id('n is {n}', 'vllm/hostile.py')}/index.html").is_file()
+
+
+# --- what the scanned tree says must not choose where files are written ----------------------------
+def test_a_word_longer_than_a_file_name_makes_a_capped_slug(tmp_path: Path, capsys) -> None:
+    from kb.records.present import slug_base
+
+    site_of = next(iter(scan_records(fixture_tree(tmp_path / "t0")).values())).sites[0]
+    assert slug_base("bad " + "x" * 300 + " value", site_of) == "bad-" + "x" * 64 + "-value"
+    assert slug_base(" ".join([c * 70 for c in "abcdefghij"]), site_of) == "a" * 64  # at most 120, whole words
+    assert len(slug_base("-".join(["abc"] * 200), site_of)) <= 120
+    long_word = "w" * 300
+    tree = fixture_tree(tmp_path / "tree", extra={
+        "vllm/" + "m" * 200 + ".py": f"def f(x):\n    raise ValueError('bad {long_word} value')\n",
+        "vllm/other.py": f"def g(x):\n    raise ValueError('bad {long_word} value')\n"})
+    site = tmp_path / "site"
+    errors = write_entries(tmp_path / "errors", {})
+    assert main(["build", "--source", str(tree), "--errors", str(errors), "-o", str(site), "--quiet"]) == 0
+    slugs = sorted(p.name for p in (site / "errors").iterdir() if p.name.startswith("bad-"))
+    assert slugs == ["bad-" + "w" * 64 + "-value-" + "m" * 64, "bad-" + "w" * 64 + "-value-other"]
+    from kb.scan.ids import error_id
+
+    ident = error_id(f"bad {long_word} value", "vllm/other.py")
+    assert main(["new", ident, "--source", str(tree), "--errors", str(errors)]) == 0
+    assert [p.name for p in errors.iterdir()] == ["bad-" + "w" * 64 + "-value-other.yaml"]
+
+
+def scan_records(tree: Path) -> dict:
+    from kb.records.merge import build_records
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
+
+    with from_dir(tree, include_vendored=False) as t:
+        return {r.id: r for r in build_records(scan(t, jobs=1))}
+
+
+HOSTILE_VERSION = '__version__ = version = "../../../../elsewhere/x"\n__commit_id__ = "<b>../x"\n'
+
+
+def everything_under(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+def test_a_hostile_version_never_names_a_path(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`__version__` names the match index in the cache and the release pages of a
+    multi-release build: a value that is not a version is ignored, with a located warning."""
+    from conftest import make_git_repo
+
+    cache = tmp_path / "deep" / "down" / "cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
+    files = tree_files("0.1.0", broken=False) | {"vllm/_version.py": HOSTILE_VERSION}
+    tree = write_tree(tmp_path / "deep" / "down" / "tree", files)
+    before = everything_under(tmp_path)
+    message = ("The model's number of query heads per KV head (6) must be divisible by "
+               "`--decode-context-parallel-size` (4) for GQA/MQA.")
+    assert main(["explain", "--source", str(tree), message]) == 0
+    assert DCP_ID in capsys.readouterr().out
+    (index,) = (cache / "match-index").iterdir()
+    assert index.name.startswith("ref-") and index.name.endswith(".json")
+    added = everything_under(tmp_path) - before
+    assert all(p.startswith("deep/down/cache") for p in added), sorted(added)
+    assert not any("elsewhere" in p for p in added)
+
+    assert main(["scan", "--source", str(tree), "-o", str(tmp_path / "scan.json"), "--quiet"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: vllm/_version.py:1: ignored: '../../../../elsewhere/x' is not a version",
+        "warning: vllm/_version.py:2: ignored: '<b>../x' is not a commit id",
+    ]
+
+    repo = tmp_path / "deep" / "down" / "repo"
+    make_git_repo(repo, {"v0.1.0": files, "v0.2.0": files | {"vllm/extra.py": "raise ValueError('extra')\n"}}).close()
+    site = tmp_path / "deep" / "down" / "site"
+    errors = write_entries(tmp_path / "errors", {})
+    before = everything_under(tmp_path)
+    assert main(["build", "--git", str(repo), "--refs", "v0.1.0,v0.2.0~0", "--errors", str(errors), "-o", str(site),
+                 "--quiet"]) == 0
+    added = everything_under(tmp_path) - before
+    assert not any("elsewhere" in p for p in added)
+    assert {p for p in added if not p.startswith(("deep/down/cache/", "deep/down/site/"))} == {"deep/down/site"}
+    assert sorted(p.name for p in (site / "releases").iterdir() if p.is_dir()) == ["v0.1.0", "v0.2.0-0"]
+    assert (site / "api/releases/v0.2.0-0.json").is_file()
+
+
+@pytest.mark.parametrize("git_work_tree", [False, True])
+def test_a_symlink_to_a_file_outside_the_tree_is_not_followed(tmp_path: Path, capsys, git_work_tree: bool) -> None:
+    from conftest import make_git_repo
+
+    outside = tmp_path / "secret.py"
+    outside.write_text("def s():\n    raise ValueError('the secret text of a file outside the tree')\n")
+    files = tree_files("0.1.0", broken=False)
+    tree = tmp_path / "tree"
+    if git_work_tree:
+        make_git_repo(tree, {"v0.1.0": files}).close()
+    else:
+        write_tree(tree, files)
+    (tree / "vllm/leak.py").symlink_to(outside)
+    (tree / "vllm/inside.py").symlink_to(tree / "vllm/decoding.py")  # a link within the tree is read
+    if git_work_tree:
+        import git
+
+        with git.Repo(tree) as repo:
+            repo.git.add("-A")
+            repo.index.commit("links")
+    out = tmp_path / "scan.json"
+    assert main(["scan", "--source", str(tree), "-o", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().err == "warning: vllm/leak.py:1: not scanned: a symbolic link to a file outside the tree\n"
+    text = out.read_text()
+    assert "secret" not in text and '"file": "vllm/inside.py"' in text
+
+
+def test_wheel_members_with_unsafe_paths_are_refused(tmp_path: Path, capsys) -> None:
+    from conftest import make_wheel
+
+    evil = "def e():\n    raise ValueError('from an unsafe member path')\n"
+    files = tree_files("0.1.0", broken=False) | {"vllm/../../escaped.py": evil, "vllm//empty.py": evil,
+                                                 "vllm/a\x1b[2Jb.py": evil, "vllm/" + "n" * 300 + ".py": evil}
+    wheel = make_wheel(tmp_path / "vllm-0.1.0-py3-none-any.whl", files)
+    out = tmp_path / "scan.json"
+    assert main(["scan", "--wheel", str(wheel), "-o", str(out), "--quiet"]) == 0
+    why = "not scanned: not a plain relative path (.., empty parts, control characters or a part over 255 bytes)"
+    assert sorted(capsys.readouterr().err.splitlines()) == sorted(
+        f"warning: {p}:1: {why}" for p in ["vllm/../../escaped.py", "vllm//empty.py", "vllm/a\\x1b[2Jb.py",
+                                            "vllm/" + "n" * 195 + "…"])
+    assert "unsafe member path" not in out.read_text()
+    site = tmp_path / "out" / "site"
+    assert main(["build", "--wheel", str(wheel), "--errors", str(write_entries(tmp_path / "errors", {})), "-o",
+                 str(site), "--quiet"]) == 0
+    assert everything_under(tmp_path / "out") == {"site"} | {f"site/{p}" for p in everything_under(site)}
+
+
+def test_a_class_name_longer_than_a_folder_name_is_a_located_warning(tmp_path: Path, capsys) -> None:
+    name = "E" * 300
+    tree = fixture_tree(tmp_path / "tree", extra={"vllm/long.py": f"class {name}(ValueError):\n    pass\n\n\n"
+                                                                  f"def f():\n    raise {name}('long class')\n"})
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(write_entries(tmp_path / "errors", {})), "-o",
+                 str(site), "--quiet"]) == 0
+    assert capsys.readouterr().err == ("warning: vllm/long.py:6: not scanned: an exception class name longer than 100 "
+                                       "characters\n")
+    assert sorted(p.name for p in (site / "browse/class").iterdir()) == ["NotAValueError", "StructuredDecisionError",
+                                                                         "ValueError"]
+
+
+# --- characters HTML cannot carry -----------------------------------------------------------------
+def test_nul_controls_and_lone_surrogates_never_reach_the_html_raw(tmp_path: Path) -> None:
+    from kb.scan.ids import error_id
+
+    literal = r"bad \x00 nul \x01\x1b[31m red \x7f \x85 \ud800 lone"
+    tree = fixture_tree(tmp_path / "tree", extra={
+        "vllm/hostile.py": f'def f(x):\n    if x == "\\x00":\n        raise ValueError("{literal}")  # \x01 raw\n'})
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(write_entries(tmp_path / "errors", {})), "-o",
+                 str(site), "--quiet"]) == 0
+    template = "bad \x00 nul \x01\x1b[31m red \x7f \x85 \ufffd lone"  # the surrogate cannot even be hashed
+    page = (site / f"errors/{error_id(template, 'vllm/hostile.py')}/index.html").read_text(encoding="utf-8")
+    assert "bad \ufffd nul \ufffd\ufffd[31m red \ufffd \ufffd \ufffd lone" in page
+    assert "# \ufffd raw" in page  # the excerpt
+    import re
+
+    for p in site.rglob("*.html"):
+        assert not re.search("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]", p.read_text(encoding="utf-8")), p

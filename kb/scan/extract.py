@@ -31,6 +31,7 @@ _MAX_LOCAL_DEPTH = 3
 # chain) skip their statement with a located warning: rebuilding and unparsing them recurses,
 # and so does everything downstream that reads a guard or a template again.
 MAX_NESTING = 100
+MAX_CLASS_NAME = 100
 
 
 class TooDeep(Exception):
@@ -273,6 +274,10 @@ class _Walker:
         callee = exc.func if isinstance(exc, ast.Call) else exc
         name = _last_name(callee)
         if name is None:
+            return
+        if len(name) > MAX_CLASS_NAME:  # it names a folder of the site (browse/class/<name>/)
+            self.skipped.append((node.lineno, f"not scanned: an exception class name longer than {MAX_CLASS_NAME} "
+                                              "characters"))
             return
         scope = self.scope()
         resolve = _Resolver(scope, self.module_scope, node.lineno)

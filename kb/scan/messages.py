@@ -45,7 +45,11 @@ def template_of(node: ast.expr | None, resolve: Resolver = _no_resolver) -> Temp
     if node is None:
         return Template("", False, "none")
     text, unresolved = _build(node, resolve, 0)
-    return Template(text, unresolved, _kind(node, resolve))
+    return Template(_SURROGATE.sub("\ufffd", text), unresolved, _kind(node, resolve))
+
+
+# A lone surrogate ("\ud800" in a string literal) cannot be encoded: not for the id, not for any output.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _kind(node: ast.expr, resolve: Resolver) -> str:

@@ -55,7 +55,7 @@ def scan(
     # A wheel names each member's CRC and size: unchanged files need not even be decompressed.
     stamp = tree.stamp if (tree.stamp is not None and not strict) else None
     facts, keys = _facts(paths, read, stamp, jobs, cache, progress, parse_all=strict, pool=pool)
-    warnings = tuple(
+    warnings = tree.warnings + tuple(
         Located(path, line, message) for path, f in zip(paths, facts)
         for line, message in ([f.error] if f.error is not None else []) + sorted(f.skipped)
     )
