@@ -145,21 +145,35 @@ DEEP = {
     "except head": "def f(a):\n    try:\n        pass\n    except " + " | ".join(["E"] * TERMS)
                    + ":\n        raise ValueError('handler')\n",
 }
+BIG = "'" + "a" * 200_000 + "'"  # text that would be copied into every output of every site that shows it
+LONG = {
+    "message": f"def f(a):\n    raise ValueError({BIG})\n",
+    "module constant": f"X = {BIG}\n\n\ndef f(a):\n    raise ValueError('got ' + X)\n",
+    "message part": f"def f(a):\n    errors = []\n    errors.append({BIG})\n    raise ValueError(' '.join(errors))\n",
+    "guard": f"def f(a):\n    if a == {BIG}:\n        raise ValueError('guarded')\n",
+    "local": f"def f(a):\n    loc = {BIG}\n    if a == loc:\n        raise ValueError('local')\n",
+    "for head": f"def f(a):\n    for x in {BIG}:\n        raise ValueError('in a loop')\n",
+    "with head": f"def f(a):\n    with open({BIG}):\n        raise ValueError('in a with')\n",
+}
 AFTER = "\n\ndef g(n):\n    if n > 1:\n        raise ValueError(f'n is {n}')\n"
+TOO_DEEP = "not scanned: an expression here, or a name it reads, nests more than 100 levels deep"
+TOO_LONG = "not scanned: a message, condition or context here is longer than 5000 characters"
 
 
-@pytest.mark.parametrize("shape", sorted(DEEP))
-def test_a_statement_too_deep_to_scan_is_a_located_warning(shape: str) -> None:
+HEAD_LINES = {"guard": 2, "for head": 2, "with head": 2, "except head": 4}  # else the raise's line
+
+
+@pytest.mark.parametrize("kind, src, why", [(k, v, TOO_DEEP) for k, v in sorted(DEEP.items())]
+                         + [(k, v, TOO_LONG) for k, v in sorted(LONG.items())])
+def test_a_statement_too_deep_or_long_to_scan_is_a_located_warning(kind: str, src: str, why: str) -> None:
     from kb.scan.extract import extract
 
-    src = DEEP[shape] + AFTER
+    src += AFTER
     raise_line = next(i for i, line in enumerate(src.splitlines(), 1) if "raise ValueError" in line)
     facts = extract(src.encode())
     assert facts.error is None
     assert [(r.qualname, r.template, r.guard) for r in facts.raises] == [("g", "n is {n}", "n > 1")]
-    (line, message), = facts.skipped
-    assert message == "not scanned: an expression here, or a name it reads, nests more than 100 levels deep"
-    assert line == ({"guard": 2, "for head": 2, "except head": 4}.get(shape, raise_line))
+    assert facts.skipped == ((HEAD_LINES.get(kind, raise_line), why),)
 
 
 def test_names_bound_in_a_cycle_end() -> None:
@@ -173,7 +187,7 @@ def test_names_bound_in_a_cycle_end() -> None:
 def test_one_hostile_file_never_makes_the_build_impossible(tmp_path: Path, capsys) -> None:
     tree = fixture_tree(tmp_path / "tree", extra={"vllm/hostile.py": DEEP["message"] + AFTER})
     assert main(["scan", "--source", str(tree), "-o", str(tmp_path / "scan.json"), "--quiet"]) == 0
-    warning = "vllm/hostile.py:2: not scanned: an expression here, or a name it reads, nests more than 100 levels deep"
+    warning = f"vllm/hostile.py:2: {TOO_DEEP}"
     assert capsys.readouterr().err == f"warning: {warning}\n"
     assert main(["scan", "--source", str(tree), "--strict", "-o", str(tmp_path / "strict.json")]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == f"Error: 1 scan warning(s) (--strict); first: {warning}"
@@ -344,3 +358,19 @@ def test_nul_controls_and_lone_surrogates_never_reach_the_html_raw(tmp_path: Pat
 
     for p in site.rglob("*.html"):
         assert not re.search("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]", p.read_text(encoding="utf-8")), p
+
+
+def test_an_excerpt_line_is_capped(tmp_path: Path) -> None:
+    """A megabyte line near many raises would fill each of their pages."""
+    from kb.scan.scanner import EXCERPT_LINE_MAX
+
+    raises = "".join(f"def f{i}(x):\n    if x == {i}:\n        raise ValueError('m{i}')\n" for i in range(5))
+    tree = fixture_tree(tmp_path / "tree", extra={"vllm/wide.py": f"X = {BIG}\n{raises}"})
+    records = [r for r in scan_records(tree).values() if r.file == "vllm/wide.py"]
+    assert len(records) == 5
+    first = records[0].sites[0].excerpt
+    assert first.lines[0] == "X = '" + "a" * (EXCERPT_LINE_MAX - 5) + "…" and EXCERPT_LINE_MAX == 1000
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(write_entries(tmp_path / "errors", {})), "-o",
+                 str(site), "--quiet"]) == 0
+    assert max(p.stat().st_size for p in site.rglob("*")) < 200_000

@@ -29,13 +29,17 @@ _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls"}
 _MAX_LOCAL_DEPTH = 3
 # Deeper expressions (a message of hundreds of `+` terms, a guard, a `for` head, a `msg +=`
 # chain) skip their statement with a located warning: rebuilding and unparsing them recurses,
-# and so does everything downstream that reads a guard or a template again.
+# and so does everything downstream that reads a guard or a template again. Longer texts (a
+# message that pulls in a megabyte constant) would be copied into every output of every site.
 MAX_NESTING = 100
+MAX_TEXT = 5_000  # characters of a message, a guard term, a local's definition, a context head
 MAX_CLASS_NAME = 100
+_DEEP = f"not scanned: an expression here, or a name it reads, nests more than {MAX_NESTING} levels deep"
+_LONG = f"not scanned: a message, condition or context here is longer than {MAX_TEXT} characters"
 
 
-class TooDeep(Exception):
-    """An expression of the statement being walked nests deeper than MAX_NESTING."""
+class Unscannable(Exception):
+    """The statement being walked is not scanned; the message says why (a located warning)."""
 
 
 def nesting_ok(node: ast.AST, limit: int = MAX_NESTING) -> bool:
@@ -50,17 +54,23 @@ def nesting_ok(node: ast.AST, limit: int = MAX_NESTING) -> bool:
 
 
 def bounded(node: ast.expr) -> ast.expr:
-    """`node`, after checking that it can be rebuilt and unparsed (TooDeep otherwise)."""
+    """`node`, after checking that it can be rebuilt and unparsed (Unscannable otherwise)."""
     if not nesting_ok(node):
-        raise TooDeep
+        raise Unscannable(_DEEP)
     return node
 
 
+def short(text: str) -> str:
+    if len(text) > MAX_TEXT:
+        raise Unscannable(_LONG)
+    return text
+
+
 def source_of(node: ast.AST) -> str:
-    """`ast.unparse`, for a node of bounded nesting only."""
+    """`ast.unparse`, for a node of bounded nesting and source length only."""
     if not nesting_ok(node):
-        raise TooDeep
-    return ast.unparse(node)
+        raise Unscannable(_DEEP)
+    return short(ast.unparse(node))
 
 
 def may_hold_facts(data: bytes) -> bool:
@@ -81,9 +91,6 @@ def extract(data: bytes) -> FileFacts:
     except RecursionError:
         return FileFacts(error=(1, "cannot parse: too deeply nested"))
     return _Walker(module, interesting_lines(data)).run()
-
-
-_SKIPPED = f"not scanned: an expression here, or a name it reads, nests more than {MAX_NESTING} levels deep"
 
 
 _INTERESTING = re.compile(rb"raise|class")
@@ -109,7 +116,7 @@ def _null_line(data: bytes) -> int:
 
 def term_source(expr: ast.expr) -> str:
     """Source of one guard term, parenthesised when joining it with `and` would change it."""
-    src = unparse(bounded(expr))
+    src = short(unparse(bounded(expr)))
     if isinstance(expr, (ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)) and not (
         isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And)
     ):
@@ -175,14 +182,16 @@ class _Walker:
             if i < len(self.interesting) and self.interesting[i] <= end:
                 try:
                     self.stmt(stmt)
-                except (TooDeep, RecursionError):  # one such statement never stops the scan
-                    self.skipped.append((stmt.lineno, _SKIPPED))
+                except Unscannable as e:  # one such statement never stops the scan
+                    self.skipped.append((stmt.lineno, str(e)))
+                except RecursionError:
+                    self.skipped.append((stmt.lineno, _DEEP))
 
     def stmt(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Raise):
             self.raise_(node)
         elif isinstance(node, ast.If):
-            self.term(node.test)  # TooDeep here skips the whole `if`
+            self.term(node.test)  # Unscannable here skips the whole `if`
             self.terms.append(node.test)
             try:
                 self.block(node.body)
@@ -195,11 +204,11 @@ class _Walker:
         elif isinstance(node, ast.ClassDef):
             self.class_(node)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            head = f"for {source_of(node.target)} in {source_of(node.iter)}"
+            head = short(f"for {source_of(node.target)} in {source_of(node.iter)}")
             self.with_context(Context("for", head, node.lineno), node.body)
             self.with_context(Context("for-else", head, node.lineno), node.orelse)
         elif isinstance(node, ast.While):
-            head = f"while {unparse(bounded(node.test))}"
+            head = short(f"while {unparse(bounded(node.test))}")
             self.with_context(Context("while", head, node.lineno), node.body)
             self.with_context(Context("while-else", head, node.lineno), node.orelse)
         elif isinstance(node, (ast.Try, ast.TryStar)):
@@ -207,21 +216,21 @@ class _Walker:
             for handler in node.handlers:
                 try:
                     head = "except" + (f" {source_of(handler.type)}" if handler.type is not None else "")
-                except TooDeep:
-                    self.skipped.append((handler.lineno, _SKIPPED))
+                except Unscannable as e:
+                    self.skipped.append((handler.lineno, str(e)))
                     continue
                 self.with_context(Context("except", head, handler.lineno), handler.body)
             self.block(node.orelse)
             self.block(node.finalbody)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            head = "with " + ", ".join(source_of(i) for i in node.items)
+            head = short("with " + ", ".join(source_of(i) for i in node.items))
             self.with_context(Context("with", head, node.lineno), node.body)
         elif isinstance(node, ast.Match):
             subject = source_of(node.subject)
             for case in node.cases:
                 head = f"match {subject}: case {source_of(case.pattern)}"
                 if case.guard is not None:
-                    head += f" if {unparse(bounded(case.guard))}"
+                    head = short(head + f" if {unparse(bounded(case.guard))}")
                 self.with_context(Context("case", head, case.pattern.lineno), case.body)
 
     def with_context(self, context: Context, body: list[ast.stmt]) -> None:
@@ -276,9 +285,7 @@ class _Walker:
         if name is None:
             return
         if len(name) > MAX_CLASS_NAME:  # it names a folder of the site (browse/class/<name>/)
-            self.skipped.append((node.lineno, f"not scanned: an exception class name longer than {MAX_CLASS_NAME} "
-                                              "characters"))
-            return
+            raise Unscannable(f"not scanned: an exception class name longer than {MAX_CLASS_NAME} characters")
         scope = self.scope()
         resolve = _Resolver(scope, self.module_scope, node.lineno)
         message = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
@@ -286,6 +293,8 @@ class _Walker:
             message = next((k.value for k in exc.keywords if k.arg in ("msg", "message")), None)
         template = template_of(message, resolve)
         parts = _joined_parts(message, scope, resolve, node.lineno)
+        for text in (template.text, *parts):
+            short(text)
         function = self.functions[-1] if self.functions else None
         decorators = tuple(source_of(_decorator_callee(d)) for d in function.decorator_list) if function else ()
         pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
@@ -436,7 +445,7 @@ def _joined_parts(message: Optional[ast.expr], scope: _Scope, resolve: _Resolver
 
 def _binding(scope: _Scope, name: str, before: int, hops: int = 0) -> Optional[ast.expr]:
     """The expression `name` holds just before line `before`, folding `+=` into `+`
-    (TooDeep when that nests deeper than MAX_NESTING)."""
+    (Unscannable when that nests deeper than MAX_NESTING)."""
     history = [a for a in scope.assignments.get(name, ()) if a.line < before]
     if not history:
         return None
@@ -444,7 +453,7 @@ def _binding(scope: _Scope, name: str, before: int, hops: int = 0) -> Optional[a
     if start is None:
         return None
     if len(history) - start > MAX_NESTING:
-        raise TooDeep
+        raise Unscannable(_DEEP)
     value = _substitute_self(history[start].value, name, scope, history[start].line, hops)
     for a in history[start + 1 :]:
         value = ast.BinOp(left=value, op=ast.Add(), right=a.value)
@@ -456,7 +465,7 @@ def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int, hops:
     if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
         return value
     if hops >= MAX_NESTING:
-        raise TooDeep
+        raise Unscannable(_DEEP)
     earlier = _binding(scope, name, line, hops + 1)
     if earlier is None:
         return value
@@ -524,7 +533,7 @@ def _guard_locals(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, li
             if not history:
                 continue
             last = history[-1]
-            found[name] = LocalDef(name, unparse(bounded(last.value)), last.line)
+            found[name] = LocalDef(name, short(unparse(bounded(last.value))), last.line)
             following.extend(_read_names([last.value]))
         frontier = following
     return tuple(sorted(found.values(), key=lambda d: (d.line, d.name)))

@@ -138,11 +138,15 @@ def source_lines(data: bytes) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+EXCERPT_LINE_MAX = 1_000  # vLLM's longest is 250; a megabyte line would fill every page near it
+
+
 def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerpt:
     last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
     start = max(1, line - radius)
     end = min(last, line + radius)
-    return Excerpt(start, tuple(lines[start - 1 : end]))
+    return Excerpt(start, tuple(t if len(t) <= EXCERPT_LINE_MAX else t[:EXCERPT_LINE_MAX] + "…"
+                                for t in lines[start - 1 : end]))
 
 
 class _QuoteCounter:
