@@ -223,7 +223,10 @@ def _inside(root: Path, paths: list[str], refused: list[Located]) -> list[str]:
 
 def _dir_version(root: Path, refused: list[Located]) -> tuple[Optional[str], Optional[str]]:
     f = root / "vllm" / "_version.py"
-    if not f.is_file() or not f.resolve().is_relative_to(root):
+    if not f.is_file():
+        return None, None
+    if not f.resolve().is_relative_to(root):
+        refused.append(Located("vllm/_version.py", 1, "ignored: a symbolic link to a file outside the tree"))
         return None, None
     return version_info(f.read_bytes(), refused)
 
