@@ -82,6 +82,7 @@ def test_names_tree_and_readable_form() -> None:
     ("-" * 4000 + "1", "expression nested too deeply"),
     ("[" + ",".join(["x"] * 3000) + "]", "expression too large (more than 5000 parts)"),
     ("x > " + "1" * 20000, "expression too long: 20004 characters (at most 10000)"),
+    ("(" + ",".join(["len([0] * 49000)"] * 400) + ")", "expression too costly to evaluate (more than 5000000 units"),
 ])
 def test_hostile_expressions_are_refused_before_they_cost(expr: str, message: str) -> None:
     """Every intermediate value is bounded before it is computed, and the expression's size

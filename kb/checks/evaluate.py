@@ -13,6 +13,7 @@ import copy
 import math
 import operator
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
@@ -47,6 +48,8 @@ MAX_DEPTH = 100
 MAX_NODES = 5_000
 MAX_INT_BITS = 4_096
 MAX_SIZE = 100_000
+MAX_WORK = 5_000_000  # units of size computed in one evaluation: bounds the time of a wide expression
+_work = threading.local()  # what is left of MAX_WORK in the evaluation under way
 
 
 def parse(source: str) -> ast.expr:
@@ -118,6 +121,7 @@ def evaluate(expr: str | ast.expr, env: Mapping[str, Any]) -> Any:
     node = parse(expr) if isinstance(expr, str) else expr
     if not isinstance(expr, str):
         check_whitelist(node)
+    _work.left = MAX_WORK
     try:
         return _eval(node, env)
     except ExprError:
@@ -158,7 +162,7 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.BinOp):
         left, right = _eval(n.left, env), _eval(n.right, env)
         _check_operands(n, left, right)
-        return _bounded(_BINOPS[type(n.op)](left, right), n)
+        return _computed(_BINOPS[type(n.op)](left, right), n)
     if isinstance(n, ast.Compare):
         left = _eval(n.left, env)
         for op, comparator in zip(n.ops, n.comparators):
@@ -171,17 +175,17 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         return _eval(n.body, env) if _eval(n.test, env) else _eval(n.orelse, env)
     if isinstance(n, (ast.List, ast.Tuple)):
         items = [_eval(e, env) for e in n.elts]
-        return _bounded(items if isinstance(n, ast.List) else tuple(items), n)
+        return _computed(items if isinstance(n, ast.List) else tuple(items), n)
     if isinstance(n, ast.Set):
-        return _bounded({_eval(e, env) for e in n.elts}, n)
+        return _computed({_eval(e, env) for e in n.elts}, n)
     if isinstance(n, ast.Subscript):
         return _eval(n.value, env)[_eval(n.slice, env)]
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
         args = [_eval(a, env) for a in n.args]
         if n.func.id == "str":
             for a in args:
-                _check_size(10 * _size(a) + 10, n)  # str() of a value: at most ten characters per unit of size
-        return _bounded(FUNCTIONS[n.func.id](*args), n)
+                _check_size(10 * _spent(_size(a)) + 10, n)  # str() of a value: at most ten characters per unit
+        return _computed(FUNCTIONS[n.func.id](*args), n)
     raise ExprError(f"{type(n).__name__} is not allowed")
 
 
@@ -205,19 +209,35 @@ def _size(value: Any) -> int:
     return total
 
 
+def _spent(size: int) -> int:
+    """Counts `size` against the evaluation's MAX_WORK; returns it."""
+    left = getattr(_work, "left", MAX_WORK) - size
+    _work.left = left
+    if left < 0:
+        raise ExprError(f"expression too costly to evaluate (more than {MAX_WORK} units of values computed)")
+    return size
+
+
+def _computed(value: Any, n: ast.expr) -> Any:
+    """A value just computed: within the bounds, and counted."""
+    _spent(_bounded(value, n))
+    return value
+
+
 def _check_size(size: int, n: Optional[ast.expr]) -> None:
     if size > MAX_SIZE:
         where = f" in {_short(ast.unparse(n))!r}" if n is not None else ""
         raise ExprError(f"value too large{where} (more than {MAX_SIZE} characters or items)")
 
 
-def _bounded(value: Any, n: Optional[ast.expr] = None) -> Any:
-    """The value, when it stays within the bounds of an intermediate value."""
+def _bounded(value: Any, n: Optional[ast.expr] = None) -> int:
+    """The value's size, when the value stays within the bounds of an intermediate value."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
         where = f" in {_short(ast.unparse(n))!r}" if n is not None else ""
         raise ExprError(f"number too large{where} (more than {MAX_INT_BITS} bits)")
-    _check_size(_size(value), n)
-    return value
+    size = _size(value)
+    _check_size(size, n)
+    return size
 
 
 _SEQUENCES = (str, list, tuple)
@@ -227,20 +247,20 @@ _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 def _check_operands(n: ast.BinOp, left: Any, right: Any) -> None:
     """Refuse, before computing it, a result that would exceed the bounds: a power, a repeated
     sequence, a `%`-formatted string."""
-    expr = _short(ast.unparse(n))
     if isinstance(n.op, ast.Pow) and _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
         if (abs(left).bit_length() - 1) * right > MAX_INT_BITS:
-            raise ExprError(f"exponent too large in {expr!r} (the result would have more than {MAX_INT_BITS} bits)")
+            raise ExprError(f"exponent too large in {_short(ast.unparse(n))!r} (the result would have more than "
+                            f"{MAX_INT_BITS} bits)")
     elif isinstance(n.op, ast.Mult):
         for seq, times in ((left, right), (right, left)):
             if isinstance(seq, _SEQUENCES) and _is_int(times) and times > 0:
-                _check_size(_size(seq) * times, n)
+                _check_size(_spent(_size(seq)) * times, n)
     elif isinstance(n.op, ast.Mod) and isinstance(left, str):
-        room = len(left) + 10 * _size(right)
+        room = len(left) + 10 * _spent(_size(right))
         for m in _PERCENT_SPEC.finditer(left):
             for number in m.groups():
                 if number == "*":
-                    raise ExprError(f"`*` widths are not allowed in {expr!r}")
+                    raise ExprError(f"`*` widths are not allowed in {_short(ast.unparse(n))!r}")
                 if number is not None:
                     room += int(number) if len(number) < 10 else MAX_SIZE + 1
         _check_size(room, n)
