@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, write_entries
+from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
 from fixture_tree import MODEL_V1, tree_files, write_tree
 from kb.cli import main
 
@@ -93,6 +93,20 @@ def test_a_check_that_fails_to_evaluate_is_a_located_problem_of_its_entry(tmp_pa
     ]
     assert all(division in line for line in out if "fails" in line)
     assert "Error:" not in err and err.endswith(": 7 problem(s)\n")
+
+
+def test_kb_check_lists_a_check_that_fails_and_runs_the_others(tmp_path: Path, capsys) -> None:
+    tree = fixture_tree(tmp_path / "tree")
+    bad = DCP_ENTRY.replace('raises_when: "decode', 'raises_when: "1 // 0 == 0 and decode')
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": bad, "dcp-max.yaml": DCP_MAX_ENTRY})
+    (tmp_path / "config.json").write_text('{"num_attention_heads": 48, "num_key_value_heads": 8}')
+    argv = ["check", "--source", str(tree), "--errors", str(errors), "--model-config", str(tmp_path / "config.json"),
+            "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "3"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("1 error predicted for this launch:") and DCP_MAX_ID in out
+    assert (f"1 check(s) could not be evaluated for this launch:\n  {DCP_ID} (errors/dcp.yaml): ZeroDivisionError: "
+            "integer division or modulo by zero in '1 // 0 == 0 and decode_context_parallel_size") in out
 
 
 def test_a_non_finite_constant_is_located_in_lint_and_skipped_by_keep_going(tmp_path: Path, capsys) -> None:
