@@ -21,7 +21,7 @@ from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
 from kb.scan.scanner import DEFAULT_EXCEPTIONS, Progress, scan
-from kb.scan.source import SourceSpec, open_tree
+from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
 
 if TYPE_CHECKING:
     from kb.checks.predict import Outcome
@@ -103,7 +103,7 @@ def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_c
     with ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext() as pool:  # one pool for all
         for spec in specs:
             result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress, pool=pool)
-            out.append((result.tree.release or spec.ref or result.tree.ref, result))
+            out.append((result.tree.release or release_name(spec.ref or result.tree.ref), result))
     names = [n for n, _ in out]
     if len(set(names)) != len(names):
         raise UsageError(f"a release is given twice: {', '.join(names)}")
@@ -159,6 +159,10 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
 
     scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
     scans = scan_releases(specs, jobs, use_cache, scan_progress)
+    if warn:
+        for name, result in scans:
+            for w in result.warnings:  # files that do not parse, statements too deep to scan
+                warn(f"{w} (in {name})" if len(scans) > 1 else str(w))
     history = build_history(scans) if len(scans) > 1 else None
     merged = curated_records(scans, errors, keep_going, warn, history)
     return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
@@ -214,7 +218,8 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
     digest = hashlib.sha256(json.dumps([result.tree.ref, result.tree.commit, sorted(result.file_keys.items()),
                                         [repr(r.entry) for r in merged.records if r.entry is not None],
                                         code_digest(), repr(wordings)]).encode()).hexdigest()[:16]
-    path = cache_dir() / "match-index" / f"{result.tree.release or 'ref'}-{digest}.json"
+    name = result.tree.release if result.tree.release and is_release_name(result.tree.release) else "ref"
+    path = cache_dir() / "match-index" / f"{name}-{digest}.json"
     if not path.is_file():
         write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
     return path

@@ -105,12 +105,14 @@ class FileFacts:
     classes: tuple[ClassFact, ...] = ()
     raises: tuple[RaiseFact, ...] = ()
     error: Optional[tuple[int, str]] = None  # (line, message) when the file does not parse
+    skipped: tuple[tuple[int, str], ...] = ()  # (line, message) of statements that could not be scanned
 
     def to_json(self) -> dict[str, Any]:
         return {
             "c": [[c.name, list(c.bases), c.line] for c in self.classes],
             "r": [r.to_json() for r in self.raises],
             "e": list(self.error) if self.error else None,
+            "s": [list(s) for s in self.skipped],
         }
 
     @staticmethod
@@ -119,6 +121,7 @@ class FileFacts:
             tuple(ClassFact(c[0], tuple(c[1]), c[2]) for c in d["c"]),
             tuple(RaiseFact.from_json(r) for r in d["r"]),
             (d["e"][0], d["e"][1]) if d["e"] else None,
+            tuple((s[0], s[1]) for s in d["s"]),
         )
 
 

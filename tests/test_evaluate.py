@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from kb.checks.evaluate import evaluate, names_of, readable, to_tree
@@ -56,3 +60,65 @@ def test_names_tree_and_readable_form() -> None:
         "and", [["cmp", ["bin", "//", ["name", "a"], ["const", 2]], [["in", ["list", [["const", 1], ["const", 2]]]]]],
                 ["not", ["name", "b"]]]]
     assert readable("a>1   and not(b)") == "a > 1 and not b"
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("2 ** 4000 * 2 ** 4000 > 0", "number too large in '2 ** 4000 * 2 ** 4000' (more than 4096 bits)"),
+    ("x ** 10 ** 6 > 0", "exponent too large"),
+    ("x ** 64 ** 2 > 0", "number too large"),
+    ("len('a' * 10**9) > 0", "value too large in \"'a' * 10 ** 9\""),
+    ("len(10**9 * [0]) > 0", "value too large in '10 ** 9 * [0]'"),
+    ("len(['ab'] * 10**5 * 10**5) > 0", "value too large"),
+    ("len('%0*d' % (10**9, 1)) > 0", "`*` widths are not allowed"),
+    ("len('%01000000000d' % 1) > 0", "value too large"),
+    ("len('%.1000000f' % 1) > 0", "value too large"),
+    ("len(str(['x' * 50000] * 2)) > 0", "value too large"),
+    ("int('9' * 4000) > 0", "number too large"),
+    ("1e999 > 0", "not a finite number: 1e309"),
+    ("x < -1e999", "not a finite number"),
+    ("1 // 0", "ZeroDivisionError: integer division or modulo by zero in '1 // 0'"),
+    (" + ".join(["1"] * 500), "expression nested too deeply (more than 100 levels)"),
+    (" + ".join(["1"] * 2000), "expression nested too deeply (more than 100 levels)"),
+    ("-" * 4000 + "1", "expression nested too deeply"),
+    ("[" + ",".join(["x"] * 3000) + "]", "expression too large (more than 5000 parts)"),
+    ("x > " + "1" * 20000, "expression too long: 20004 characters (at most 10000)"),
+    ("(" + ",".join(["len([0] * 49000)"] * 400) + ")", "expression too costly to evaluate (more than 5000000 units"),
+])
+def test_hostile_expressions_are_refused_before_they_cost(expr: str, message: str) -> None:
+    """Every intermediate value is bounded before it is computed, and the expression's size
+    and nesting before it is walked: a located ExprError, never a hang, a MemoryError or a
+    RecursionError."""
+    with pytest.raises(ExprError) as e:
+        evaluate(expr, {"x": 3})
+    assert message in e.value.message
+
+
+def test_bounds_leave_ordinary_arithmetic_alone() -> None:
+    assert evaluate("2 ** 100 == 1267650600228229401496703205376", {})
+    assert evaluate("len('ab' * 1000) + len([0] * 1000) + len('%5d' % 7)", {}) == 3005
+    assert evaluate(" + ".join(["1"] * 90), {}) == 90
+    assert evaluate("(-2) ** 3 + 2 ** -1 + 1 ** (10 ** 100)", {}) == -6.5
+
+
+def test_an_exponent_tower_is_refused_in_bounded_time() -> None:
+    """`MAX_POWER` once checked only the right operand: this ran for ever (in C, where no
+    alarm interrupts it), so it runs in a process of its own with a timeout. A guard from
+    vLLM's source (an AST, not text) passes the same bounds."""
+    script = textwrap.dedent("""
+        import ast
+        from kb.checks.evaluate import evaluate
+        from kb.errors import ExprError
+        for expr in ("((((9**64)**64)**64)**64)**64 > 0", ast.parse("n > 1 and (((9**64)**64)**64)**64 > 0", mode="eval").body,
+                     ast.parse(" + ".join(["n"] * 2000) + " > 0", mode="eval").body):
+            try:
+                evaluate(expr, {"n": 2})
+            except ExprError as e:
+                print(e.message)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines() == [
+        "exponent too large in '(9 ** 64) ** 64' (the result would have more than 4096 bits)",
+        "exponent too large in '(9 ** 64) ** 64' (the result would have more than 4096 bits)",
+        "expression nested too deeply (more than 100 levels)",
+    ]

@@ -12,8 +12,10 @@ import ast
 import copy
 import math
 import operator
+import re
+import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Optional
 
 from kb.errors import ExprError, MissingInput
 
@@ -38,20 +40,54 @@ _NAMES = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Flo
 _OP_SYMBOL = {v: k for k, v in _NAMES.items()}
 _CMP_SYMBOL = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-MAX_POWER = 64
+# Bounds that keep every evaluation small and quick, whatever the expression (a curated check,
+# or vLLM's scanned guard with the bindings substituted): its source, nesting and size, and
+# every value computed on the way (an int's bits, a string's characters, a sequence's items).
+MAX_SOURCE = 10_000
+MAX_DEPTH = 100
+MAX_NODES = 5_000
+MAX_INT_BITS = 4_096
+MAX_SIZE = 100_000
+MAX_WORK = 5_000_000  # units of size computed in one evaluation: bounds the time of a wide expression
+_work = threading.local()  # what is left of MAX_WORK in the evaluation under way
 
 
 def parse(source: str) -> ast.expr:
     """Parse and check against the whitelist; raises ExprError naming the offending part."""
+    text = source.strip()
+    if len(text) > MAX_SOURCE:
+        raise ExprError(f"expression too long: {len(text)} characters (at most {MAX_SOURCE})")
     try:
-        tree = ast.parse(source.strip(), mode="eval").body
+        tree = ast.parse(text, mode="eval").body
     except SyntaxError as e:
-        raise ExprError(f"not a Python expression: {e.msg} in {source!r}") from None
+        raise ExprError(f"not a Python expression: {e.msg} in {_short(source)!r}") from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f"expression nested too deeply (at most {MAX_DEPTH} levels)") from None
     check_whitelist(tree)
     return tree
 
 
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def check_shape(node: ast.AST) -> None:
+    """Nesting and node count within bounds (measured without recursion, before anything
+    recursive, such as evaluating or unparsing, touches the tree)."""
+    count = 0
+    stack = [(node, 1)]
+    while stack:
+        n, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise ExprError(f"expression nested too deeply (more than {MAX_DEPTH} levels)")
+        if count > MAX_NODES:
+            raise ExprError(f"expression too large (more than {MAX_NODES} parts)")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(n))
+
+
 def check_whitelist(node: ast.AST) -> None:
+    check_shape(node)
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             if n.id.startswith("__"):
@@ -68,7 +104,10 @@ def check_whitelist(node: ast.AST) -> None:
                 raise ExprError(f"operator not allowed: {ast.unparse(n)}")
         elif isinstance(n, ast.Constant):
             if not isinstance(n.value, (int, float, str, bool, type(None))):
-                raise ExprError(f"constant not allowed: {ast.unparse(n)}")
+                raise ExprError(f"constant not allowed: {_short(ast.unparse(n))}")
+            if isinstance(n.value, float) and not math.isfinite(n.value):
+                raise ExprError(f"not a finite number: {_short(ast.unparse(n))}")
+            _bounded(n.value)
         elif not isinstance(n, _ALLOWED):
             raise ExprError(f"{type(n).__name__} is not allowed: {ast.unparse(n) if isinstance(n, ast.expr) else ''}")
 
@@ -82,12 +121,14 @@ def evaluate(expr: str | ast.expr, env: Mapping[str, Any]) -> Any:
     node = parse(expr) if isinstance(expr, str) else expr
     if not isinstance(expr, str):
         check_whitelist(node)
+    _work.left = MAX_WORK
     try:
         return _eval(node, env)
     except ExprError:
         raise
-    except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, OverflowError) as e:
-        raise ExprError(f"{type(e).__name__}: {e} in {ast.unparse(node)!r}") from None
+    except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, OverflowError, MemoryError,
+            RecursionError) as e:
+        raise ExprError(f"{type(e).__name__}: {_short(str(e))} in {_short(ast.unparse(node))!r}") from None
 
 
 def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
@@ -120,9 +161,8 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         return -v if isinstance(n.op, ast.USub) else +v
     if isinstance(n, ast.BinOp):
         left, right = _eval(n.left, env), _eval(n.right, env)
-        if isinstance(n.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > MAX_POWER:
-            raise ExprError(f"exponent too large in {ast.unparse(n)!r}")
-        return _BINOPS[type(n.op)](left, right)
+        _check_operands(n, left, right)
+        return _computed(_BINOPS[type(n.op)](left, right), n)
     if isinstance(n, ast.Compare):
         left = _eval(n.left, env)
         for op, comparator in zip(n.ops, n.comparators):
@@ -134,14 +174,100 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.IfExp):
         return _eval(n.body, env) if _eval(n.test, env) else _eval(n.orelse, env)
     if isinstance(n, (ast.List, ast.Tuple)):
-        return [_eval(e, env) for e in n.elts] if isinstance(n, ast.List) else tuple(_eval(e, env) for e in n.elts)
+        items = [_eval(e, env) for e in n.elts]
+        return _computed(items if isinstance(n, ast.List) else tuple(items), n)
     if isinstance(n, ast.Set):
-        return {_eval(e, env) for e in n.elts}
+        return _computed({_eval(e, env) for e in n.elts}, n)
     if isinstance(n, ast.Subscript):
         return _eval(n.value, env)[_eval(n.slice, env)]
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-        return FUNCTIONS[n.func.id](*(_eval(a, env) for a in n.args))
+        args = [_eval(a, env) for a in n.args]
+        if n.func.id == "str":
+            for a in args:
+                _check_size(10 * _spent(_size(a)) + 10, n)  # str() of a value: at most ten characters per unit
+        return _computed(FUNCTIONS[n.func.id](*args), n)
     raise ExprError(f"{type(n).__name__} is not allowed")
+
+
+def _size(value: Any) -> int:
+    """A bound of the room a value takes: characters of a string, items of a sequence (nested
+    ones summed), a third of an int's bits (at least its decimal digits); at least 1. Counted
+    without recursion, and only up to just beyond MAX_SIZE."""
+    total = 0
+    stack = [value]
+    while stack and total <= MAX_SIZE:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 1
+        elif isinstance(v, int) and not isinstance(v, bool):
+            total += v.bit_length() // 3 + 1
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            total += 1
+            stack.extend(v)
+        else:
+            total += 1
+    return total
+
+
+def _spent(size: int) -> int:
+    """Counts `size` against the evaluation's MAX_WORK; returns it."""
+    left = getattr(_work, "left", MAX_WORK) - size
+    _work.left = left
+    if left < 0:
+        raise ExprError(f"expression too costly to evaluate (more than {MAX_WORK} units of values computed)")
+    return size
+
+
+def _computed(value: Any, n: ast.expr) -> Any:
+    """A value just computed: within the bounds, and counted."""
+    _spent(_bounded(value, n))
+    return value
+
+
+def _check_size(size: int, n: Optional[ast.expr]) -> None:
+    if size > MAX_SIZE:
+        where = f" in {_short(ast.unparse(n))!r}" if n is not None else ""
+        raise ExprError(f"value too large{where} (more than {MAX_SIZE} characters or items)")
+
+
+def _bounded(value: Any, n: Optional[ast.expr] = None) -> int:
+    """The value's size, when the value stays within the bounds of an intermediate value."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        where = f" in {_short(ast.unparse(n))!r}" if n is not None else ""
+        raise ExprError(f"number too large{where} (more than {MAX_INT_BITS} bits)")
+    size = _size(value)
+    _check_size(size, n)
+    return size
+
+
+_SEQUENCES = (str, list, tuple)
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _check_operands(n: ast.BinOp, left: Any, right: Any) -> None:
+    """Refuse, before computing it, a result that would exceed the bounds: a power, a repeated
+    sequence, a `%`-formatted string."""
+    if isinstance(n.op, ast.Pow) and _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
+        if (abs(left).bit_length() - 1) * right > MAX_INT_BITS:
+            raise ExprError(f"exponent too large in {_short(ast.unparse(n))!r} (the result would have more than "
+                            f"{MAX_INT_BITS} bits)")
+    elif isinstance(n.op, ast.Mult):
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, _SEQUENCES) and _is_int(times) and times > 0:
+                _check_size(_spent(_size(seq)) * times, n)
+    elif isinstance(n.op, ast.Mod) and isinstance(left, str):
+        room = len(left) + 10 * _spent(_size(right))
+        for m in _PERCENT_SPEC.finditer(left):
+            for number in m.groups():
+                if number == "*":
+                    raise ExprError(f"`*` widths are not allowed in {_short(ast.unparse(n))!r}")
+                if number is not None:
+                    room += int(number) if len(number) < 10 else MAX_SIZE + 1
+        _check_size(room, n)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)  # bools too: True * "x" repeats
 
 
 def names_of(expr: str | ast.expr) -> list[str]:

@@ -33,17 +33,27 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Failed:
+    """A check whose condition cannot be evaluated for this launch (`x // 0`, a value too large)."""
+
+    record: Record
+    message: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What `kb check` found for one launch."""
 
     predicted: tuple[Prediction, ...]  # in vLLM's order within a function (by line)
     skipped: tuple[Skipped, ...]
     launch: Launch
+    failed: tuple[Failed, ...] = ()
 
 
 def predict(records: Sequence[Record], launch: Launch) -> Outcome:
     predicted: list[Prediction] = []
     skipped: list[Skipped] = []
+    failed: list[Failed] = []
     for r in records:
         check = r.entry.check if r.entry is not None else None
         if check is None:
@@ -52,10 +62,15 @@ def predict(records: Sequence[Record], launch: Launch) -> Outcome:
         if missing:
             skipped.append(Skipped(r, missing))
             continue
-        if evaluate(check.raises_when, launch.values):
+        try:
+            raises = evaluate(check.raises_when, launch.values)
+        except ExprError as e:
+            failed.append(Failed(r, e.message))
+            continue
+        if raises:
             predicted.append(Prediction(r, fill_message(r, check, launch.values)))
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
-    return Outcome(tuple(predicted), tuple(skipped), launch)
+    return Outcome(tuple(predicted), tuple(skipped), launch, tuple(failed))
 
 
 def bindings_of(check: Check) -> dict[str, ast.expr]:
@@ -87,7 +102,7 @@ def fill_message(r: Record, check: Check, values: Mapping[str, Any]) -> str:
         try:
             node = substitute(ast.parse(expr, mode="eval").body, bindings, locals_)
             value = evaluate(node, values)
-        except (SyntaxError, ExprError):
+        except (SyntaxError, ExprError, RecursionError):
             continue
         text = text.replace("{" + expr + "}", str(value), 1)
     return text

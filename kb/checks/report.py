@@ -21,6 +21,7 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
              "url": page_url(p.record.id, site_url)}
             for p in outcome.predicted],
         "skipped": [{"id": s.record.id, "missing": list(s.missing)} for s in outcome.skipped],
+        "failed": [{"id": f.record.id, "message": f.message} for f in outcome.failed],
         "ignoredFlags": list(outcome.launch.ignored_flags),
         "problems": list(outcome.launch.problems),
         "model": outcome.launch.model,
@@ -56,6 +57,10 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
             by_missing.setdefault(s.missing, []).append(s.record.id)
         for missing, ids in sorted(by_missing.items()):
             lines.append(f"  needs {', '.join(missing)}: {', '.join(ids)}")
+    if outcome.failed:
+        lines += ["", f"{len(outcome.failed)} check(s) could not be evaluated for this launch:"]
+        lines += [f"  {f.record.id} ({f.record.entry.path if f.record.entry else f.record.file}): {f.message}"
+                  for f in outcome.failed]
     if outcome.launch.ignored_flags:
         lines += ["", "Flags no check reads (ignored): " + " ".join(outcome.launch.ignored_flags)]
     for problem in outcome.launch.problems:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from kb.checks.evaluate import evaluate, substitute
 from kb.checks.launch import command_words, parse_launch
-from kb.checks.predict import bindings_of, locals_of, predict
+from kb.checks.predict import Failed, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.errors import ExprError, MissingInput
 from kb.model import Check, Located, RaiseSite, Record
@@ -24,7 +24,7 @@ def verify_records(records: Sequence[Record]) -> dict[str, list[Located]]:
             problems = verify_check(r)
             if r.entry.example_fix is not None:
                 problems += verify_example_fix(r, records)
-            out[r.id] = problems
+            out[r.id] = list(dict.fromkeys(problems))  # a failing check meets both sides of a fix
     return out
 
 
@@ -67,6 +67,9 @@ def verify_check(r: Record) -> list[Located]:
             guard = scanned_guard(r, check)
         except (SyntaxError, ExprError) as err:
             problems.append(Located(e.path, check.line, f"the scanned guard cannot be read: {err}"))
+        except RecursionError:
+            problems.append(Located(e.path, check.line, "the scanned guard cannot be read: nested too deeply once "
+                                                        "its locals are substituted"))
     for case in check.cases:
         values = case_values(check, case.inputs)
         try:
@@ -96,6 +99,17 @@ def verify_check(r: Record) -> list[Located]:
     return problems
 
 
+def _failed_check(failed: Failed, r: Record, side: str) -> Located:
+    """A check that cannot be evaluated on an example fix: located on the fix when it is the
+    entry's own check, else on the other entry's condition."""
+    e, other = r.entry, failed.record.entry
+    assert e is not None and other is not None
+    if failed.record.id == r.id:
+        return Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: raises_when fails: {failed.message}")
+    return Located(other.path, other.line_of("check", "raises_when"),
+                   f"raises_when fails on the example fix of {e.path}: {failed.message}")
+
+
 def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
     """`before` must predict this error, `after` must predict no error at all."""
     e = r.entry
@@ -111,8 +125,9 @@ def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
         outcome = predict(records, launch)
+        problems += [_failed_check(f, r, side) for f in outcome.failed]
         ids = [p.record.id for p in outcome.predicted]
-        if side == "before" and r.id not in ids:
+        if side == "before" and r.id not in ids and all(f.record.id != r.id for f in outcome.failed):
             missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
             why = f" (missing inputs: {', '.join(missing)})" if missing else ""
             problems.append(Located(e.path, e.line_of("example_fix", side),

@@ -37,12 +37,26 @@ def title_of(template: str, exception_class: str, function: str) -> str:
     return cut.rstrip(" ,;:-(") + "…"
 
 
+# A slug is a folder name (errors/<slug>/) and a file name (kb new's <slug>.yaml): words and the
+# whole are capped well below a file system's 255 bytes, suffixes included (vLLM's longest is 95).
+SLUG_WORD_MAX = 64
+SLUG_MAX = 120
+
+
 def slug_base(template: str, site: RaiseSite) -> str:
     words = _WORD.findall(_PLACEHOLDER.sub(" ", template).lower())[:10]
     if not words:
         words = _WORD.findall(f"{site.exception_class} {site.fact.qualname}".lower().replace("_", " "))[:10]
-    slug = "-".join(words) or "error"
+    slug = _capped("-".join(w[:SLUG_WORD_MAX] for w in words)) or "error"
     return slug + "-error" if is_id(slug) else slug
+
+
+def _capped(slug: str, limit: int = SLUG_MAX) -> str:
+    """At most `limit` characters, cut after a whole word when one fits."""
+    if len(slug) <= limit:
+        return slug
+    cut = slug[: limit + 1]
+    return cut[: cut.rfind("-")] if "-" in cut else slug[:limit]
 
 
 def unique_slugs(items: list[tuple[str, str, str]]) -> dict[str, str]:
@@ -74,7 +88,7 @@ def unique_slugs(items: list[tuple[str, str, str]]) -> dict[str, str]:
 def _stem(file: str) -> str:
     parts = file.removesuffix(".py").split("/")
     name = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
-    return "-".join(_WORD.findall(name.lower())) or "module"
+    return _capped("-".join(w[:SLUG_WORD_MAX] for w in _WORD.findall(name.lower())), SLUG_WORD_MAX) or "module"
 
 
 def subsystem_of(file: str) -> str:

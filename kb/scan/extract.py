@@ -27,6 +27,50 @@ _VALIDATOR_DECORATORS = {"field_validator", "model_validator", "validator", "roo
 _PYDANTIC_BASES = {"BaseModel", "BaseSettings", "RootModel"}
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls"}
 _MAX_LOCAL_DEPTH = 3
+# Deeper expressions (a message of hundreds of `+` terms, a guard, a `for` head, a `msg +=`
+# chain) skip their statement with a located warning: rebuilding and unparsing them recurses,
+# and so does everything downstream that reads a guard or a template again. Longer texts (a
+# message that pulls in a megabyte constant) would be copied into every output of every site.
+MAX_NESTING = 100
+MAX_TEXT = 5_000  # characters of a message, a guard term, a local's definition, a context head
+MAX_CLASS_NAME = 100
+_DEEP = f"not scanned: an expression here, or a name it reads, nests more than {MAX_NESTING} levels deep"
+_LONG = f"not scanned: a message, condition or context here is longer than {MAX_TEXT} characters"
+
+
+class Unscannable(Exception):
+    """The statement being walked is not scanned; the message says why (a located warning)."""
+
+
+def nesting_ok(node: ast.AST, limit: int = MAX_NESTING) -> bool:
+    """True when `node` nests at most `limit` levels (measured without recursion)."""
+    stack = [(node, 1)]
+    while stack:
+        n, depth = stack.pop()
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(n))
+    return True
+
+
+def bounded(node: ast.expr) -> ast.expr:
+    """`node`, after checking that it can be rebuilt and unparsed (Unscannable otherwise)."""
+    if not nesting_ok(node):
+        raise Unscannable(_DEEP)
+    return node
+
+
+def short(text: str) -> str:
+    if len(text) > MAX_TEXT:
+        raise Unscannable(_LONG)
+    return text
+
+
+def source_of(node: ast.AST) -> str:
+    """`ast.unparse`, for a node of bounded nesting and source length only."""
+    if not nesting_ok(node):
+        raise Unscannable(_DEEP)
+    return short(ast.unparse(node))
 
 
 def may_hold_facts(data: bytes) -> bool:
@@ -72,7 +116,7 @@ def _null_line(data: bytes) -> int:
 
 def term_source(expr: ast.expr) -> str:
     """Source of one guard term, parenthesised when joining it with `and` would change it."""
-    src = unparse(expr)
+    src = short(unparse(bounded(expr)))
     if isinstance(expr, (ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)) and not (
         isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And)
     ):
@@ -120,12 +164,13 @@ class _Walker:
         self.module_scope = _Scope(None)
         self.scopes: dict[int, _Scope] = {}
         self.pydantic_decorators = _pydantic_decorator_names(module)
+        self.skipped: list[tuple[int, str]] = []  # (line, why) of statements not scanned
 
     def run(self) -> FileFacts:
         _collect_assignments(self.module.body, self.module_scope)
         self.module_scope.collected = True
         self.block(self.module.body)
-        return FileFacts(tuple(self.classes), tuple(self.raises), None)
+        return FileFacts(tuple(self.classes), tuple(self.raises), None, tuple(self.skipped))
 
     # --- statements -------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -135,45 +180,57 @@ class _Walker:
             end = stmt.end_lineno or stmt.lineno
             i = bisect.bisect_left(self.interesting, _first_line(stmt))
             if i < len(self.interesting) and self.interesting[i] <= end:
-                self.stmt(stmt)
+                try:
+                    self.stmt(stmt)
+                except Unscannable as e:  # one such statement never stops the scan
+                    self.skipped.append((stmt.lineno, str(e)))
+                except RecursionError:
+                    self.skipped.append((stmt.lineno, _DEEP))
 
     def stmt(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Raise):
             self.raise_(node)
         elif isinstance(node, ast.If):
+            self.term(node.test)  # Unscannable here skips the whole `if`
             self.terms.append(node.test)
-            self.block(node.body)
-            self.terms[-1] = negate(node.test)
-            self.block(node.orelse)
-            self.terms.pop()
+            try:
+                self.block(node.body)
+                self.terms[-1] = negate(node.test)
+                self.block(node.orelse)
+            finally:
+                self.terms.pop()
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.function(node)
         elif isinstance(node, ast.ClassDef):
             self.class_(node)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
-            head = f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+            head = short(f"for {source_of(node.target)} in {source_of(node.iter)}")
             self.with_context(Context("for", head, node.lineno), node.body)
             self.with_context(Context("for-else", head, node.lineno), node.orelse)
         elif isinstance(node, ast.While):
-            head = f"while {unparse(node.test)}"
+            head = short(f"while {unparse(bounded(node.test))}")
             self.with_context(Context("while", head, node.lineno), node.body)
             self.with_context(Context("while-else", head, node.lineno), node.orelse)
         elif isinstance(node, (ast.Try, ast.TryStar)):
             self.block(node.body)
             for handler in node.handlers:
-                head = "except" + (f" {ast.unparse(handler.type)}" if handler.type is not None else "")
+                try:
+                    head = "except" + (f" {source_of(handler.type)}" if handler.type is not None else "")
+                except Unscannable as e:
+                    self.skipped.append((handler.lineno, str(e)))
+                    continue
                 self.with_context(Context("except", head, handler.lineno), handler.body)
             self.block(node.orelse)
             self.block(node.finalbody)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            head = "with " + ", ".join(ast.unparse(i) for i in node.items)
+            head = short("with " + ", ".join(source_of(i) for i in node.items))
             self.with_context(Context("with", head, node.lineno), node.body)
         elif isinstance(node, ast.Match):
-            subject = ast.unparse(node.subject)
+            subject = source_of(node.subject)
             for case in node.cases:
-                head = f"match {subject}: case {ast.unparse(case.pattern)}"
+                head = f"match {subject}: case {source_of(case.pattern)}"
                 if case.guard is not None:
-                    head += f" if {unparse(case.guard)}"
+                    head = short(head + f" if {unparse(bounded(case.guard))}")
                 self.with_context(Context("case", head, case.pattern.lineno), case.body)
 
     def with_context(self, context: Context, body: list[ast.stmt]) -> None:
@@ -211,19 +268,24 @@ class _Walker:
             _last_name(_decorator_callee(d)) in self.pydantic_decorators for d in node.decorator_list
         )
         self.class_pydantic.append(pydantic)
-        with self.entered(node.name, "class", []):
-            self.block(node.body)
-        self.class_pydantic.pop()
+        try:
+            with self.entered(node.name, "class", []):
+                self.block(node.body)
+        finally:
+            self.class_pydantic.pop()
 
     # --- the raise itself -------------------------------------------------------------------
     def raise_(self, node: ast.Raise) -> None:
         exc = node.exc
         if exc is None:
             return  # bare re-raise
+        bounded(exc)
         callee = exc.func if isinstance(exc, ast.Call) else exc
         name = _last_name(callee)
         if name is None:
             return
+        if len(name) > MAX_CLASS_NAME:  # it names a folder of the site (browse/class/<name>/)
+            raise Unscannable(f"not scanned: an exception class name longer than {MAX_CLASS_NAME} characters")
         scope = self.scope()
         resolve = _Resolver(scope, self.module_scope, node.lineno)
         message = exc.args[0] if isinstance(exc, ast.Call) and exc.args else None
@@ -231,15 +293,17 @@ class _Walker:
             message = next((k.value for k in exc.keywords if k.arg in ("msg", "message")), None)
         template = template_of(message, resolve)
         parts = _joined_parts(message, scope, resolve, node.lineno)
+        for text in (template.text, *parts):
+            short(text)
         function = self.functions[-1] if self.functions else None
-        decorators = tuple(ast.unparse(_decorator_callee(d)) for d in function.decorator_list) if function else ()
+        decorators = tuple(source_of(_decorator_callee(d)) for d in function.decorator_list) if function else ()
         pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
         self.raises.append(
             RaiseFact(
                 line=node.lineno,
                 end_line=node.end_lineno or node.lineno,
                 qualname=".".join(self.names) or "<module>",
-                exception=ast.unparse(callee),
+                exception=source_of(callee),
                 exception_name=name,
                 template=template.text,
                 unresolved=template.unresolved,
@@ -315,12 +379,12 @@ def _decorator_callee(node: ast.expr) -> ast.expr:
 
 
 def _last_name(node: ast.expr) -> Optional[str]:
+    while isinstance(node, ast.Subscript):  # Generic[T] and the like
+        node = node.value
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
-    if isinstance(node, ast.Subscript):  # Generic[T] and the like
-        return _last_name(node.value)
     return None
 
 
@@ -375,29 +439,34 @@ def _joined_parts(message: Optional[ast.expr], scope: _Scope, resolve: _Resolver
     if isinstance(bound, (ast.List, ast.Tuple)):
         items += bound.elts
     items += [a.value for a in scope.appended.get(name, []) if a.line < line]
-    out = [template_of(item, resolve).text for item in items]
+    out = [template_of(bounded(item), resolve).text for item in items]
     return tuple(dict.fromkeys(t for t in out if t.strip()))
 
 
-def _binding(scope: _Scope, name: str, before: int) -> Optional[ast.expr]:
-    """The expression `name` holds just before line `before`, folding `+=` into `+`."""
+def _binding(scope: _Scope, name: str, before: int, hops: int = 0) -> Optional[ast.expr]:
+    """The expression `name` holds just before line `before`, folding `+=` into `+`
+    (Unscannable when that nests deeper than MAX_NESTING)."""
     history = [a for a in scope.assignments.get(name, ()) if a.line < before]
     if not history:
         return None
     start = max((i for i, a in enumerate(history) if not a.augmented), default=None)
     if start is None:
         return None
-    value = _substitute_self(history[start].value, name, scope, history[start].line)
+    if len(history) - start > MAX_NESTING:
+        raise Unscannable(_DEEP)
+    value = _substitute_self(history[start].value, name, scope, history[start].line, hops)
     for a in history[start + 1 :]:
         value = ast.BinOp(left=value, op=ast.Add(), right=a.value)
-    return value
+    return bounded(value)
 
 
-def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int) -> ast.expr:
+def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int, hops: int) -> ast.expr:
     """`msg = msg + "..."`: replace the inner `msg` by what it held before that line."""
     if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
         return value
-    earlier = _binding(scope, name, line)
+    if hops >= MAX_NESTING:
+        raise Unscannable(_DEEP)
+    earlier = _binding(scope, name, line, hops + 1)
     if earlier is None:
         return value
 
@@ -464,7 +533,7 @@ def _guard_locals(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, li
             if not history:
                 continue
             last = history[-1]
-            found[name] = LocalDef(name, unparse(last.value), last.line)
+            found[name] = LocalDef(name, short(unparse(bounded(last.value))), last.line)
             following.extend(_read_names([last.value]))
         frontier = following
     return tuple(sorted(found.values(), key=lambda d: (d.line, d.name)))

@@ -45,7 +45,11 @@ def template_of(node: ast.expr | None, resolve: Resolver = _no_resolver) -> Temp
     if node is None:
         return Template("", False, "none")
     text, unresolved = _build(node, resolve, 0)
-    return Template(text, unresolved, _kind(node, resolve))
+    return Template(_SURROGATE.sub("\ufffd", text), unresolved, _kind(node, resolve))
+
+
+# A lone surrogate ("\ud800" in a string literal) cannot be encoded: not for the id, not for any output.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _kind(node: ast.expr, resolve: Resolver) -> str:
@@ -81,7 +85,7 @@ def _build(node: ast.expr, resolve: Resolver, depth: int) -> tuple[str, bool]:
         return left + right, lu or ru
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         fmt, fu = _build(node.left, resolve, depth + 1)
-        if fu or not _is_stringish(node.left, resolve):
+        if fu or not _is_stringish(node.left, resolve, depth):
             return placeholder(node), True
         return percent_format(fmt, node.right), False
     if _is_format_call(node):
@@ -100,23 +104,28 @@ def _build(node: ast.expr, resolve: Resolver, depth: int) -> tuple[str, bool]:
 
 def _operand(node: ast.expr, resolve: Resolver, depth: int) -> tuple[str, bool]:
     """One side of a `+`: message text when it is text, else a formatted value."""
-    if _is_stringish(node, resolve):
+    if _is_stringish(node, resolve, depth):
         return _build(node, resolve, depth + 1)
     # A value joined to message text, like a formatted value of an f-string.
     return placeholder(node), False
 
 
-def _is_stringish(node: ast.expr, resolve: Resolver) -> bool:
+def _is_stringish(node: ast.expr, resolve: Resolver, depth: int = 0) -> bool:
+    """Whether the expression builds text: its leftmost operand is text, following names at
+    most _MAX_DEPTH times (`a = b; b = a` ends)."""
+    while True:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+            node = node.left
+        elif isinstance(node, ast.Name) and depth <= _MAX_DEPTH:
+            bound = resolve(node.id)
+            if bound is None or bound is node:
+                return False
+            node, depth = bound, depth + 1
+        else:
+            break
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
-    if isinstance(node, ast.JoinedStr) or _is_format_call(node):
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
-        return _is_stringish(node.left, resolve)
-    if isinstance(node, ast.Name):
-        bound = resolve(node.id)
-        return bound is not None and bound is not node and _is_stringish(bound, resolve)
-    return False
+    return isinstance(node, ast.JoinedStr) or _is_format_call(node)
 
 
 def _is_format_call(node: ast.expr) -> bool:

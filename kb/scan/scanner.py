@@ -55,11 +55,14 @@ def scan(
     # A wheel names each member's CRC and size: unchanged files need not even be decompressed.
     stamp = tree.stamp if (tree.stamp is not None and not strict) else None
     facts, keys = _facts(paths, read, stamp, jobs, cache, progress, parse_all=strict, pool=pool)
-    warnings = tuple(
-        Located(path, f.error[0], f.error[1]) for path, f in zip(paths, facts) if f.error is not None
+    warnings = tree.warnings + tuple(
+        Located(path, line, message) for path, f in zip(paths, facts)
+        for line, message in ([f.error] if f.error is not None else []) + sorted(f.skipped)
     )
     if strict and warnings:
-        raise ScanError(f"{len(warnings)} file(s) could not be parsed (--strict); first: {warnings[0]}")
+        unparsed = sum(f.error is not None for f in facts)
+        what = f"{unparsed} file(s) could not be parsed" if unparsed == len(warnings) else f"{len(warnings)} scan warning(s)"
+        raise ScanError(f"{what} (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
     sites: list[RaiseSite] = []
     file_keys: dict[str, str] = {}
@@ -135,11 +138,15 @@ def source_lines(data: bytes) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
+EXCERPT_LINE_MAX = 1_000  # vLLM's longest is 250; a megabyte line would fill every page near it
+
+
 def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerpt:
     last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
     start = max(1, line - radius)
     end = min(last, line + radius)
-    return Excerpt(start, tuple(lines[start - 1 : end]))
+    return Excerpt(start, tuple(t if len(t) <= EXCERPT_LINE_MAX else t[:EXCERPT_LINE_MAX] + "…"
+                                for t in lines[start - 1 : end]))
 
 
 class _QuoteCounter:

@@ -17,14 +17,14 @@ import sys
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from kb.errors import SourceError
-from kb.model import TreeInfo
+from kb.model import Located, TreeInfo
 
 if TYPE_CHECKING:
     import git
@@ -58,10 +58,12 @@ class Tree:
 
     def __init__(self, info: TreeInfo, paths: list[str], excluded: int, read: Callable[[str], bytes],
                  close: Callable[[], None] = lambda: None, stamp: Optional[Callable[[str], str]] = None,
-                 size: Optional[Callable[[str], int]] = None) -> None:
+                 size: Optional[Callable[[str], int]] = None, warnings: Sequence[Located] = ()) -> None:
         self.info = info
         self.paths = paths
         self.excluded = excluded
+        # What was refused before any file was parsed: unsafe paths, a __version__ that is no version.
+        self.warnings = tuple(warnings)
         self.read = read
         self._close = close
         # A stamp that changes whenever the file's bytes change, known without reading them.
@@ -96,8 +98,11 @@ def open_tree(spec: SourceSpec, cache: Path) -> Tree:
     return from_wheel(download_wheel(spec.vllm_version, cache), spec.include_vendored, expect=spec.vllm_version)
 
 
-def select(paths: list[str], include_vendored: bool) -> tuple[list[str], int]:
-    """The `.py` files of the `vllm/` package, sorted; vendored ones unless asked for."""
+def select(paths: list[str], include_vendored: bool, refused: Optional[list[Located]] = None) -> tuple[list[str], int]:
+    """The `.py` files of the `vllm/` package, sorted; vendored ones unless asked for. A path
+    that could reach outside the tree or the output (`..`, empty parts, control characters, a
+    part longer than a file name can be: a zip or git tree can hold any of them) is refused,
+    and said so in `refused`."""
     chosen: list[str] = []
     excluded = 0
     for p in paths:
@@ -106,27 +111,73 @@ def select(paths: list[str], include_vendored: bool) -> tuple[list[str], int]:
         if not include_vendored and p.startswith(VENDORED_PREFIXES):
             excluded += 1
             continue
+        if not safe_path(p):
+            if refused is not None:
+                refused.append(Located(_shown(p), 1, "not scanned: not a plain relative path (.., empty parts, "
+                                                     "control characters or a part over 255 bytes)"))
+            continue
         chosen.append(p)
     return sorted(chosen), excluded
+
+
+def safe_path(path: str) -> bool:
+    """A relative path of plain parts: it names a file inside the tree, and its parts can name
+    folders of the output (browse/<subsystem>/)."""
+    return all(part not in ("", ".", "..") and part.isprintable() and "\\" not in part
+               and len(part.encode("utf-8", "surrogatepass")) <= 255 for part in path.split("/"))
+
+
+def _shown(path: str) -> str:
+    """A refused path as a warning can show it: printable, and not too long."""
+    text = path.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+# What a release may be named when it comes from the scanned tree (`__version__`) or from a
+# ref: it becomes a folder (releases/<release>/) and a cache file name.
+_RELEASE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
+_COMMIT = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
+
+
+def is_release_name(name: str) -> bool:
+    return bool(_RELEASE.fullmatch(name))
+
+
+def release_name(ref: str) -> str:
+    """A git ref as a release name: characters outside the safe set become `-`."""
+    name = re.sub(r"[^0-9A-Za-z.+!_-]+", "-", ref).strip(".-_+!")[:64].strip(".-_+!")
+    return name or "ref"
 
 
 def _utc(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def version_info(data: bytes) -> tuple[Optional[str], Optional[str]]:
-    """(`__version__`, `__commit_id__`) from the text of `vllm/_version.py`, read with ast."""
+def version_info(data: bytes, refused: Optional[list[Located]] = None) -> tuple[Optional[str], Optional[str]]:
+    """(`__version__`, `__commit_id__`) from the text of `vllm/_version.py`, read with ast.
+
+    Both name folders, files and links later, so a value that is not a plain version (or
+    commit id) is ignored, and said so in `refused`."""
     try:
         module = ast.parse(data)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, None
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, int]] = {}
     for stmt in module.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    found.setdefault(target.id, stmt.value.value)
-    return found.get("__version__") or found.get("version"), found.get("__commit_id__") or found.get("commit_id")
+                    found.setdefault(target.id, (stmt.value.value, stmt.lineno))
+    out: list[Optional[str]] = []
+    for names, pattern, what in ((("__version__", "version"), _RELEASE, "version"),
+                                 (("__commit_id__", "commit_id"), _COMMIT, "commit id")):
+        value, line = next((found[n] for n in names if found.get(n, ("",))[0]), ("", 0))
+        if value and not pattern.fullmatch(value):
+            if refused is not None:
+                refused.append(Located("vllm/_version.py", line, f"ignored: {_shown(value)!r} is not a {what}"))
+            value = ""
+        out.append(value or None)
+    return out[0], out[1]
 
 
 # --- a folder --------------------------------------------------------------------------------
@@ -136,27 +187,48 @@ def from_dir(root: Path, include_vendored: bool) -> Tree:
         raise SourceError("not a folder", str(root))
     if not (root / "vllm").is_dir():
         raise SourceError("not a vLLM source tree (no vllm/ package folder)", str(root))
+    refused: list[Located] = []
     repo = _work_tree(root)
     if repo is not None:
         listed = repo.git.ls_files("-z", "--", "vllm").split("\0")
         head = repo.head.commit
         dirty = repo.is_dirty(untracked_files=False)
         repo.close()
-        paths, excluded = select([p for p in listed if p and (root / p).is_file()], include_vendored)
-        version = _dir_version(root)[0]
+        paths, excluded = select([p for p in listed if p and (root / p).is_file()], include_vendored, refused)
+        paths = _inside(root, paths, refused)
+        version = _dir_version(root, refused)[0]
         info = TreeInfo("dir", str(root), head.hexsha, head.hexsha, _utc(head.committed_datetime), version, dirty)
     else:
         listed = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py") if p.is_file()]
-        paths, excluded = select(listed, include_vendored)
-        version, commit = _dir_version(root)
+        paths, excluded = select(listed, include_vendored, refused)
+        paths = _inside(root, paths, refused)
+        version, commit = _dir_version(root, refused)
         ref = f"v{version}" if version else "main"
         info = TreeInfo("dir", str(root), ref, commit, None, version)
-    return Tree(info, paths, excluded, lambda p: (root / p).read_bytes())
+    return Tree(info, paths, excluded, lambda p: (root / p).read_bytes(), warnings=refused)
 
 
-def _dir_version(root: Path) -> tuple[Optional[str], Optional[str]]:
+def _inside(root: Path, paths: list[str], refused: list[Located]) -> list[str]:
+    """The paths whose file, symbolic links followed, lies inside the tree: a link to a file
+    elsewhere would put that file's text into the scan (and the site)."""
+    kept = []
+    for p in paths:
+        target = (root / p).resolve()
+        if target.is_relative_to(root) and target.is_file():
+            kept.append(p)
+        else:
+            refused.append(Located(p, 1, "not scanned: a symbolic link to a file outside the tree"))
+    return kept
+
+
+def _dir_version(root: Path, refused: list[Located]) -> tuple[Optional[str], Optional[str]]:
     f = root / "vllm" / "_version.py"
-    return version_info(f.read_bytes()) if f.is_file() else (None, None)
+    if not f.is_file():
+        return None, None
+    if not f.resolve().is_relative_to(root):
+        refused.append(Located("vllm/_version.py", 1, "ignored: a symbolic link to a file outside the tree"))
+        return None, None
+    return version_info(f.read_bytes(), refused)
 
 
 def _work_tree(root: Path) -> Optional[git.Repo]:
@@ -198,12 +270,13 @@ def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
     except BaseException:
         repo.close()
         raise
-    paths, excluded = select(list(blobs), include_vendored)
+    refused: list[Located] = []
+    paths, excluded = select(list(blobs), include_vendored, refused)
     version = None
     if "vllm/_version.py" in blobs:
-        version = version_info(repo.odb.stream(blobs["vllm/_version.py"]).read())[0]
+        version = version_info(repo.odb.stream(blobs["vllm/_version.py"]).read(), refused)[0]
     info = TreeInfo("git", url, commit.hexsha, commit.hexsha, _utc(commit.committed_datetime), version)
-    return Tree(info, paths, excluded, lambda p: repo.odb.stream(blobs[p]).read(), repo.close)
+    return Tree(info, paths, excluded, lambda p: repo.odb.stream(blobs[p]).read(), repo.close, warnings=refused)
 
 
 def _clone(url: str, cache: Path) -> git.Repo:
@@ -312,14 +385,15 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
     except (zipfile.BadZipFile, OSError) as e:
         raise SourceError(f"not a valid wheel (zip): {e}", str(path)) from None
     members = {i.filename: i for i in z.infolist() if not i.is_dir()}
-    paths, excluded = select(list(members), include_vendored)
+    refused: list[Located] = []
+    paths, excluded = select(list(members), include_vendored, refused)
     if not paths:
         z.close()
         raise SourceError("the wheel holds no vllm/ package", str(path))
     version, commit = (None, None)
     date = None
     if "vllm/_version.py" in members:
-        version, commit = version_info(z.read("vllm/_version.py"))
+        version, commit = version_info(z.read("vllm/_version.py"), refused)
         date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=UTC))
     version = version or expect
     ref = f"v{version}" if version else "main"
@@ -333,4 +407,4 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
     info = TreeInfo("wheel", str(path), ref, commit, date, version)
     return Tree(info, paths, excluded, read, z.close,
                 stamp=lambda p: f"zip-crc32:{members[p].CRC:08x}:{members[p].file_size}",
-                size=lambda p: members[p].file_size)
+                size=lambda p: members[p].file_size, warnings=refused)

@@ -27,6 +27,30 @@ from kb.site.views import SHOWN_TRIGGERS, ErrorView, SiteView, Summary
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
+# Characters HTML does not allow in a document (NUL, the other C0 and C1 controls but tab, line
+# feed, form feed and carriage return) and lone surrogates, which cannot be written as UTF-8.
+# Scanned messages and excerpts can hold any of them ("\x00" in a string literal).
+_NOT_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_ASCII_CONTROLS = bytes([*range(0x09), 0x0B, *range(0x0E, 0x20), 0x7F])
+
+
+def html_text(text: str) -> str:
+    """`text` with each character HTML does not allow replaced by U+FFFD. Runs over every page,
+    so the common case (ASCII without controls) is checked at C speed first."""
+    if text.isascii():
+        data = text.encode("ascii")
+        if len(data.translate(None, _ASCII_CONTROLS)) == len(data):
+            return text
+    return _NOT_HTML.sub("\ufffd", text)
+
+
+class _Template(jinja2.Template):
+    """Every page of the one Environment passes `html_text` on its way out."""
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        return html_text(super().render(*args, **kwargs))
+
+
 @cache
 def environment(templates: Optional[str] = None) -> jinja2.Environment:
     folder = Path(templates) if templates else data_dir("templates")
@@ -38,6 +62,7 @@ def environment(templates: Optional[str] = None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.template_class = _Template
     env.filters["markdown"] = to_html
     env.filters["inline_markdown"] = to_inline_html
     env.filters["message"] = message_html
