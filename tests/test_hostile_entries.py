@@ -107,3 +107,48 @@ def test_build_names_every_hostile_file_and_keep_going_skips_them(capsys, tmp_pa
     assert [line for line in err if "skipped" in line] == [f"warning: skipped: {line}" for line in expected]
     assert "Traceback" not in "\n".join(err)
     assert (out / f"errors/{DCP_ID}/index.html").is_file()
+
+
+IMG = "<img src=x onerror=alert(1)>"
+MARKDOWN = {
+    "escaped backtick": (f"meaning: '\\`{IMG}\\`'",
+                         f"errors/bad.yaml:2: raw HTML in markdown (meaning): {IMG} (use backticks or plain text)"),
+    "raw block": ("trigger: \"<div>\\n\\nx\\n</div>\"",
+                  "errors/bad.yaml:3: raw HTML in markdown (trigger): <div> (use backticks or plain text)"),
+    "comment": ("solutions: ['a <!-- hidden --> b']",
+                "errors/bad.yaml:3: raw HTML in markdown (solutions.0): <!-- hidden --> (use backticks or plain text)"),
+    "script link": ("solutions: ['[x](javascript:alert(1))']",
+                    "errors/bad.yaml:3: unsafe link in markdown (solutions.0): 'javascript:alert(1)' (only http(s)://, "
+                    "paths and #anchors)"),
+    "mixed-case link": ("prevention: ['[x](  JaVaScRiPt:alert(1))']",
+                        "errors/bad.yaml:3: unsafe link in markdown (prevention.0): 'JaVaScRiPt:alert(1)' (only "
+                        "http(s)://, paths and #anchors)"),
+    "data link": ("common_situations: [{text: '[d](data:text/html;base64,PHNjcmlwdD4=)'}]",
+                  "errors/bad.yaml:3: unsafe link in markdown (common_situations.0.text): "
+                  "'data:text/html;base64,PHNjcmlwdD4=' (only http(s)://, paths and #anchors)"),
+    "external image": ("trigger: '![t](https://example.invalid/t.png)'",
+                       "errors/bad.yaml:3: image in markdown (trigger): 'https://example.invalid/t.png' (pages make no "
+                       "external requests; entries ship no images)"),
+    "deep list": ("trigger: '" + "1. " * 1600 + "x'",
+                  "errors/bad.yaml:3: trigger nests lists or quotes too deeply (more than 20 elements)"),
+    "deep quote": ("trigger: '" + "> " * 2400 + "x'",
+                   "errors/bad.yaml:3: trigger nests lists or quotes too deeply (more than 20 elements)"),
+    "brackets": ("trigger: '" + "[" * 4000 + "'", "errors/bad.yaml:3: trigger has more than 100 [ brackets"),
+    "long": ("trigger: '" + "a" * 5001 + "'", "errors/bad.yaml:3: trigger is longer than 5000 characters"),
+    "much prose": ("solutions: [" + ", ".join(["a" * 5000] * 11) + "]",
+                   "errors/bad.yaml:1: more than 50000 characters of markdown in one entry (55001)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MARKDOWN))
+def test_markdown_a_renderer_would_pass_through_is_refused(tmp_path: Path, name: str) -> None:
+    field, expected = MARKDOWN[name]
+    head = "id: 0123456789abcdef\n" + ("" if field.startswith("meaning") else "meaning: x\n")
+    folder = write_entries(tmp_path / "errors", {"bad.yaml": head + field + "\n"})
+    assert [str(p) for p in load_entries(folder).problems] == [expected]
+
+
+def test_code_spans_and_fences_may_hold_html(tmp_path: Path) -> None:
+    text = f"meaning: |\n  In code: `{IMG}` and ``a ` {IMG}``\n\n  ```\n  <div>\n  ```\ntrigger: '    <img> indented code'\n"
+    folder = write_entries(tmp_path / "errors", {"ok.yaml": f"id: {DCP_ID}\n" + text})
+    assert load_entries(folder).problems == ()

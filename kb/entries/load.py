@@ -18,7 +18,7 @@ import jsonschema
 
 from kb.checks.evaluate import names_of, parse
 from kb.checks.vocab import INPUTS
-from kb.entries.markdown import raw_html_in
+from kb.entries.markdown import MAX_ENTRY_PROSE, problems_in
 from kb.entries.yamldata import YamlProblem, read_yaml
 from kb.errors import ExprError
 from kb.model import (
@@ -185,7 +185,8 @@ def _kind(value: Any) -> str:
 
 
 def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -> list[Located]:
-    """What the schema cannot say: raw HTML in markdown, check expressions, input names."""
+    """What the schema cannot say: raw HTML, script links and images in markdown, check expressions,
+    input names."""
     out: list[Located] = []
 
     def at(path: str) -> int:
@@ -197,10 +198,12 @@ def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -
     texts = [(f, data.get(f)) for f in _MARKDOWN_FIELDS] + [
         (f"{f}.{i}", t) for f in _MARKDOWN_LISTS for i, t in enumerate(data.get(f, []))] + [
         (f"common_situations.{i}.text", c.get("text")) for i, c in enumerate(data.get("common_situations", []))]
+    prose = sum(len(text) for _, text in texts if isinstance(text, str))
+    if prose > MAX_ENTRY_PROSE:
+        return [Located(shown, 1, f"more than {MAX_ENTRY_PROSE} characters of markdown in one entry ({prose})")]
     for where, text in texts:
         if isinstance(text, str):
-            for tag in raw_html_in(text):
-                out.append(Located(shown, at(where), f"raw HTML in markdown ({where}): {tag} (use backticks or plain text)"))
+            out.extend(Located(shown, at(where), problem) for problem in problems_in(text, where))
     for where, text in _strings(data, ""):
         if "TODO" in text:
             out.append(Located(shown, at(where), f"unfinished: TODO left in {where}"))
