@@ -4,6 +4,8 @@ another site."""
 
 from __future__ import annotations
 
+import html
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -106,7 +108,7 @@ def injected(html: str) -> list[str]:
     return out
 
 
-def hostile_site(tmp_path: Path) -> Path:
+def hostile_site(tmp_path: Path, extensions: str = "") -> Path:
     files = tree_files("0.1.0", broken=False) | {"vllm/_version.py": VERSION, "vllm/hostile.py": HOSTILE_PY,
                                                  NEWLINE_FILE: 'def f():\n    raise ValueError("from a file with a newline")\n',
                                                  PAREN_FILE: 'def g():\n    raise ValueError("from a folder with a paren")\n'}
@@ -119,7 +121,7 @@ def hostile_site(tmp_path: Path) -> Path:
 theme:
   name: material
   font: false
-plugins:
+{extensions}plugins:
   - search
   - vllm-errors:
       source: {tree}
@@ -165,3 +167,31 @@ def test_deep_markdown_leaves_the_inspector_usable() -> None:
     assert problems_in("1. " * 1600, "trigger") == ["trigger nests lists or quotes too deeply (more than 20 elements)"]
     assert problems_in(f"\\`{IMG}\\`", "meaning") == [
         f"raw HTML in markdown (meaning): {IMG} (use backticks or plain text)"]
+
+
+SNIPPET_PY = '''
+def s(x):
+    doc = """
+--8<-- "secret.txt"
+  ;--8<-- 'secret.txt'
+--8<--
+secret.txt
+--8<--
+# --8<-- [start:kept]
+"""
+    raise ValueError("a snippet")
+'''
+
+
+def test_scanned_lines_never_act_as_snippets(tmp_path: Path) -> None:
+    """vLLM's docs use pymdownx.snippets, which reads every line first, fenced code too."""
+    config = hostile_site(tmp_path, "markdown_extensions:\n  - pymdownx.snippets:\n      base_path: ['.']\n")
+    (tmp_path / "tree/vllm/snip.py").write_text(SNIPPET_PY.lstrip(), encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("TOP-SECRET\n")
+    proc = mkdocs_build(config)
+    assert proc.returncode == 0, proc.stderr
+    assert [p for p in (tmp_path / "site").rglob("*") if p.is_file() and b"TOP-SECRET" in p.read_bytes()] == []
+    ident = error_id("a snippet", "vllm/snip.py")
+    page = (tmp_path / f"site/errors/{ident}/index.html").read_text(encoding="utf-8")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert SNIPPET_PY.strip() in shown  # every line of the excerpt as written

@@ -57,6 +57,18 @@ def front_matter_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+_SNIPPET_LINE = re.compile(r"""^([ \t]*)(;*-+8<-+(?:[ \t]+(?:"(?:\\"|[^"\n\r])+?"|'(?:\\'|[^'\n\r])+?')(?![ \t])|(?![ \t])))$""",
+                           re.M)
+_SNIPPET_SECTION = re.compile(r"(?i)(?<![;-])(;*-+8<-+[ \t]+\[[ \t]*(?:start|end)[ \t]*:)")
+
+
+def escape_snippets(page: str) -> str:
+    """For docs that use pymdownx.snippets, which reads every line before anything else (fenced
+    code too): a scanned line `--8<-- "file"` would include that file, a `--8<-- [start:x]` would
+    drop its line. A `;` escapes both; snippets removes it again."""
+    return _SNIPPET_SECTION.sub(r";\1", _SNIPPET_LINE.sub(r"\1;\2", page))
+
+
 def fence(text: str, lang: str = "", options: str = "") -> str:
     ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     head = f"{ticks}{lang}{(' ' + options) if options else ''}"
@@ -182,6 +194,6 @@ def nav_title(r: Record, limit: int = 60) -> str:
     return html.escape(t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…")
 
 
-__all__ = ["error_markdown", "index_markdown", "md_text", "nav_title"]
+__all__ = ["error_markdown", "escape_snippets", "index_markdown", "md_text", "nav_title"]
 
 
