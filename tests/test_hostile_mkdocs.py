@@ -50,7 +50,7 @@ def local(x):
         raise ValueError("a local " + y)
 '''
 NEWLINE_FILE = f"vllm/new\n\n{IMG}.py"
-PAREN_FILE = f"vllm/a) [x](javascript:alert(1)/{IMG}.py"
+PAREN_FILE = f"vllm/a)\n\n# [x](javascript:alert(1)/{IMG}.py"
 GUARD_ID = error_id(f"guarded: `{IMG}` and `` ` ``", "vllm/hostile.py")
 CURATED = f'''
 id: {GUARD_ID}
@@ -139,6 +139,10 @@ def test_hostile_tree_and_entry_inject_nothing(tmp_path: Path) -> None:
     assert {page: bad for page, bad in found.items() if bad} == {}
     page = (tmp_path / f"site/errors/{GUARD_ID}/index.html").read_text(encoding="utf-8")
     assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown as text
+    for message, file in [("from a file with a newline", NEWLINE_FILE), ("from a folder with a paren", PAREN_FILE),
+                          ("triple-quoted guard", "vllm/hostile.py"), ("in a loop {item}", "vllm/hostile.py")]:
+        assert (tmp_path / f"site/errors/{error_id(message, file)}/index.html").is_file(), message
+    assert "All errors by subsystem" in (tmp_path / "site/errors/index.html").read_text(encoding="utf-8")
 
 
 REFUSED_BY_THE_LOADER = [f"\\`{IMG}\\`", "[x](javascript:alert(1))", "[x]( JaVaScRiPt:alert(1))",
