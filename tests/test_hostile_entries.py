@@ -100,9 +100,9 @@ def test_build_names_every_hostile_file_and_keep_going_skips_them(capsys, tmp_pa
     assert main(argv) == 1
     err = capsys.readouterr().err.splitlines()
     expected = [HOSTILE[name][1] for name in sorted(hostile)]
-    assert err == expected + [f"Error: {len(expected)} problem(s) in curated entries (--keep-going skips the malformed ones)"]
+    assert err == [*expected, f"Error: {len(expected)} problem(s) in curated entries (--keep-going skips the malformed ones)"]
     assert not out.exists()
-    assert main(argv + ["--keep-going"]) == 0
+    assert main([*argv, "--keep-going"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if "skipped" in line] == [f"warning: skipped: {line}" for line in expected]
     assert "Traceback" not in "\n".join(err)
@@ -152,3 +152,17 @@ def test_code_spans_and_fences_may_hold_html(tmp_path: Path) -> None:
     text = f"meaning: |\n  In code: `{IMG}` and ``a ` {IMG}``\n\n  ```\n  <div>\n  ```\ntrigger: '    <img> indented code'\n"
     folder = write_entries(tmp_path / "errors", {"ok.yaml": f"id: {DCP_ID}\n" + text})
     assert load_entries(folder).problems == ()
+
+
+def test_kb_new_keeps_a_hostile_file_name_in_its_comment(capsys, tmp_path: Path) -> None:
+    from kb.scan.ids import error_id
+
+    file = "vllm/x\nid: 0000000000000000\n.py"
+    tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False) | {file: 'def f():\n    raise ValueError("m")\n'})
+    folder = tmp_path / "new"
+    folder.mkdir()
+    assert main(["new", error_id("m", file), "--source", str(tree), "--errors", str(folder)]) == 0
+    (path,) = folder.glob("*.yaml")
+    lines = path.read_text().splitlines()
+    assert lines[0] == "# Written by `kb new` from vLLM 0.1.0: vllm/x id: 0000000000000000 .py:2 in f."
+    assert lines[1].startswith("# Complete every TODO") and not lines[2].startswith("#")
