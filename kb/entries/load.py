@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import jsonschema
-import yaml
 
 from kb.checks.evaluate import names_of, parse
 from kb.checks.vocab import INPUTS
-from kb.entries.markdown import raw_html_in
+from kb.entries.markdown import MAX_ENTRY_PROSE, problems_in
+from kb.entries.yamldata import YamlProblem, read_yaml
 from kb.errors import ExprError
 from kb.model import (
     Case,
@@ -90,23 +90,28 @@ def _shown(path: Path, folder: Path) -> str:
     return f"{folder.name}/{path.name}"
 
 
+MAX_BYTES = 1 << 20  # an entry is a few KB; the cap bounds the time and memory of reading one
+
+
 def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return None, [Located(shown, 1, f"cannot read: {e}")]
+        if not path.is_file():  # a FIFO or a device would block or never end
+            return None, [Located(shown, 1, "cannot read: not a regular file")]
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            return None, [Located(shown, 1, f"cannot read: larger than {MAX_BYTES // 1024} KiB")]
+        text = raw.decode("utf-8")
+    except OSError as e:
+        return None, [Located(shown, 1, f"cannot read: {e.strerror or e}")]
+    except UnicodeDecodeError as e:
+        return None, [Located(shown, raw.count(b"\n", 0, e.start) + 1, f"cannot read: not UTF-8 ({e.reason})")]
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        return None, [Located(shown, (mark.line + 1) if mark else 1, f"not valid YAML: {getattr(e, 'problem', e)}")]
-    if node is None:
+        data, lines = read_yaml(text)
+    except YamlProblem as e:
+        return None, [Located(shown, e.line, e.message)]
+    if data is None:
         return None, [Located(shown, 1, "empty file")]
-    lines: dict[str, int] = {}
-    try:
-        data = _value(node, "", lines)
-    except _DuplicateKey as e:
-        return None, [Located(shown, e.line, f"duplicate key {e.key!r}")]
     problems = _schema_problems(data, lines, shown)
     if problems:
         return None, problems
@@ -114,38 +119,6 @@ def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
     if problems:
         return None, problems
     return _entry(data, lines, shown), []
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str, line: int) -> None:
-        self.key, self.line = key, line
-
-
-def _value(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
-    """A YAML node as plain data, recording the line of every key and item."""
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            if key in out:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
-            child = f"{path}.{key}" if path else key
-            lines[child] = key_node.start_mark.line + 1
-            out[key] = _value(value_node, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_value(item, f"{path}.{i}" if path else str(i), lines) for i, item in enumerate(node.value)]
-    assert isinstance(node, yaml.ScalarNode)
-    return _scalar(node)
-
-
-def _scalar(node: yaml.ScalarNode) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
 
 
 def _schema_problems(data: Any, lines: dict[str, int], shown: str) -> list[Located]:
@@ -212,7 +185,8 @@ def _kind(value: Any) -> str:
 
 
 def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -> list[Located]:
-    """What the schema cannot say: raw HTML in markdown, check expressions, input names."""
+    """What the schema cannot say: raw HTML, script links and images in markdown, check expressions,
+    input names."""
     out: list[Located] = []
 
     def at(path: str) -> int:
@@ -224,10 +198,12 @@ def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -
     texts = [(f, data.get(f)) for f in _MARKDOWN_FIELDS] + [
         (f"{f}.{i}", t) for f in _MARKDOWN_LISTS for i, t in enumerate(data.get(f, []))] + [
         (f"common_situations.{i}.text", c.get("text")) for i, c in enumerate(data.get("common_situations", []))]
+    prose = sum(len(text) for _, text in texts if isinstance(text, str))
+    if prose > MAX_ENTRY_PROSE:
+        return [Located(shown, 1, f"more than {MAX_ENTRY_PROSE} characters of markdown in one entry ({prose})")]
     for where, text in texts:
         if isinstance(text, str):
-            for tag in raw_html_in(text):
-                out.append(Located(shown, at(where), f"raw HTML in markdown ({where}): {tag} (use backticks or plain text)"))
+            out.extend(Located(shown, at(where), problem) for problem in problems_in(text, where))
     for where, text in _strings(data, ""):
         if "TODO" in text:
             out.append(Located(shown, at(where), f"unfinished: TODO left in {where}"))

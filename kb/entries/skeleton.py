@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from kb.model import Record, TreeInfo
-from kb.records.present import trigger_text
+from kb.records.present import one_line, trigger_text
 
 TODO = "TODO"
 
@@ -39,6 +39,6 @@ def skeleton(record: Record, tree: TreeInfo) -> str:
         "no_check": f"{TODO}: write a check (see errors/README.md), or say why none can predict this error.",
         "verified": {"release": tree.release or tree.ref, "guard": site.fact.guard},
     }
-    head = (f"# Written by `kb new` from vLLM {tree.release or tree.ref}: {site.file}:{site.line} in "
-            f"{site.fact.qualname}.\n# Complete every {TODO}, then run `kb lint`.\n")
+    where = one_line(f"{tree.release or tree.ref}: {site.file}:{site.line} in {site.fact.qualname}")  # stays a comment
+    head = f"# Written by `kb new` from vLLM {where}.\n# Complete every {TODO}, then run `kb lint`.\n"
     return head + yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -1,19 +1,22 @@
 """Records -> Markdown pages for MkDocs Material (the same content as the standalone site).
 
-Pure functions. Everything from vLLM's source goes into code blocks or is escaped; curated
-prose is markdown already (checked by the loader: no raw HTML).
+Pure functions. Everything from vLLM's source goes into code blocks, code spans, escaped text
+or percent-encoded link targets, each on one line where a line break would end its context.
+Curated prose is rendered by kb's own renderer (no raw HTML, safe links, no images) and embedded
+as one line of HTML: the docs' own Markdown extensions (attr_list, snippets, ...) never read it.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Sequence
 from typing import Optional
+from urllib.parse import quote
 
+from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
-from kb.records.present import trigger_text
+from kb.records.present import code_span, one_line, trigger_text
 from kb.site.api import SiteInfo
 from kb.site.views import ErrorView
 
@@ -21,15 +24,49 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
 
 
 def md_text(text: str) -> str:
-    """Plain text safe in markdown: HTML escaped, markdown punctuation backslashed."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) not in "<>&" else html.escape(m.group(1)), text)
+    """Plain text safe in markdown, on one line: HTML escaped, markdown punctuation backslashed."""
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(1) if m.group(1) not in "<>&" else html.escape(m.group(1)),
+                           one_line(text))
 
 
-def code(text: str) -> str:
-    """An inline code span that survives backticks in the text."""
-    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
+code = code_span
+
+
+def prose(text: str) -> str:
+    """Curated markdown as one line of HTML (a raw block MkDocs passes through untouched)."""
+    return _one_line_html(f'<div class="kb-prose">{to_html(text.strip(), "highlight")}</div>')
+
+
+def prose_list(items: Sequence[str], tag: str) -> str:
+    return _one_line_html(f'<{tag} class="kb-prose">' + "".join(f"<li>{to_inline_html(i, 'highlight')}</li>" for i in items)
+                          + f"</{tag}>")
+
+
+def _one_line_html(text: str) -> str:
+    """Newlines as character references: no line of it can start a Markdown block of its own."""
+    return text.replace("\r", "&#13;").replace("\n", "&#10;")
+
+
+def front_matter_string(text: str) -> str:
+    """A YAML double-quoted string of printable ASCII, everything else escaped."""
+    out = []
+    for c in text:
+        n = ord(c)
+        out.append("\\" + c if c in '"\\' else c if 0x20 <= n < 0x7F else
+                   f"\\x{n:02x}" if n <= 0xFF else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}")
+    return '"' + "".join(out) + '"'
+
+
+_SNIPPET_LINE = re.compile(r"""^([ \t]*)(;*-+8<-+(?:[ \t]+(?:"(?:\\"|[^"\n\r])+?"|'(?:\\'|[^'\n\r])+?')(?![ \t])|(?![ \t])))$""",
+                           re.M)
+_SNIPPET_SECTION = re.compile(r"(?i)(?<![;-])(;*-+8<-+[ \t]+\[[ \t]*(?:start|end)[ \t]*:)")
+
+
+def escape_snippets(page: str) -> str:
+    """For docs that use pymdownx.snippets, which reads every line before anything else (fenced
+    code too): a scanned line `--8<-- "file"` would include that file, a `--8<-- [start:x]` would
+    drop its line. A `;` escapes both; snippets removes it again."""
+    return _SNIPPET_SECTION.sub(r";\1", _SNIPPET_LINE.sub(r"\1;\2", page))
 
 
 def fence(text: str, lang: str = "", options: str = "") -> str:
@@ -46,11 +83,11 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
     """One error page. `pages`: id -> title of the errors that have a page in this build."""
     r, e = view.record, view.entry
     # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
-    out: list[str] = [f"---\ntitle: {json.dumps(html.escape(r.title))}\n---", "", f"# {md_text(r.title)}", "",
+    out: list[str] = [f"---\ntitle: {front_matter_string(html.escape(one_line(r.title)))}\n---", "", f"# {md_text(r.title)}", "",
                       f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
                       + (" · curated" if e else " · from source only"), ""]
     if r.removed_since:
-        out += [f'!!! warning "No longer raised since vLLM {r.removed_since}"', "",
+        out += [f'!!! warning "No longer raised since vLLM {md_text(r.removed_since)}"', "",
                 "    This page shows the error as it was in the last release that raised it.", ""]
     if r.stale:
         out += [f'!!! warning "May be out of date since {md_text(info.label)}"', ""]
@@ -63,7 +100,7 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                 ""]
     out += ["## What it means", ""]
     if e is not None:
-        out += [e.meaning.strip(), ""]
+        out += [prose(e.meaning), ""]
     else:
         out += [md_text(view.facts), "",
                 "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
@@ -75,7 +112,7 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
         out += [f"Thrown at {code(f'{s.file}:{s.line}')} in {code(s.function)}", ""]
         if i < 3:
             out += [fence("\n".join(ex.lines), "python", f'linenums="{ex.start}" hl_lines="{hl}"'), ""]
-        out += [f"[View on GitHub (pinned to {md_text(view.ref)})]({s.github})", ""]
+        out += [f"[View on GitHub (pinned to {md_text(view.ref)})]({s.github})", ""]  # percent-encoded
     if e is not None and e.check is not None and view.check is not None:
         out += ["## Check your configuration", "",
                 f"vLLM raises this error when {code(view.check.condition)}. Check a launch before spending "
@@ -83,7 +120,7 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                 fence("kb check --model-config config.json -- vllm serve MODEL " +
                       " ".join(f"--{i.replace('_', '-')} ..." for i in e.check.inputs[:3]), "shell"), ""]
     out += ["## Solutions", ""]
-    out += ([f"{n}. {s}" for n, s in enumerate(e.solutions, start=1)] if e is not None and e.solutions
+    out += ([prose_list(e.solutions, "ol")] if e is not None and e.solutions
             else ["*Not curated yet. The trigger below, taken from the source, tells which condition to change.*"])
     out += ["", "## Example fix", ""]
     if view.fix is not None:
@@ -104,27 +141,29 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
     else:
         out += ["*Not curated yet.*", ""]
     out += ["## Prevention", ""]
-    out += ([f"- {p}" for p in e.prevention] if e is not None and e.prevention else ["*Not curated yet.*"])
+    out += ([prose_list(e.prevention, "ul")] if e is not None and e.prevention else ["*Not curated yet.*"])
     out += ["", "## When it happens", "", "### Trigger", ""]
     if e is not None and e.trigger:
-        out += [e.trigger.strip(), "", "From the source:", ""]
+        out += [prose(e.trigger), "", "From the source:", ""]
     for site in r.sites[:3]:
         out += [trigger_text(site, markdown=True), ""]
     out += ["### Common situations", ""]
     if e is not None and e.common_situations:
-        for c in e.common_situations:
-            refs = " ".join(f"[{u.removeprefix('https://github.com/')}]({u})" for u in c.references)
-            out.append(f"- {c.text} {refs}".rstrip())
+        items = "".join(
+            f"<li>{to_inline_html(c.text, 'highlight')}" + "".join(
+                f' <a href="{html.escape(u)}">{html.escape(u.removeprefix("https://github.com/"))}</a>'
+                for u in c.references) + "</li>" for c in e.common_situations)
+        out.append(_one_line_html(f'<ul class="kb-prose">{items}</ul>'))
     else:
         out.append("*Not curated yet.*")
     out += ["", "## Related errors", ""]
     out += [f"- [{md_text(pages[o.id])}]({o.id}.md)" for o in view.related if o.id in pages] or ["None with a page here."]
     if view.history:
         out += ["", "## History", "", "| Release | Where |", "|---|---|"]
-        out += [f"| {h.release} | {code(h.file + ':' + h.lines)} |" for h in view.history]
+        out += [f"| {md_text(h.release)} | {code(h.file + ':' + h.lines)} |" for h in view.history]
     out += ["", "---", "",
             f"Source facts from [vllm-project/vllm@{md_text(info.tree.ref)}](https://github.com/vllm-project/vllm/tree/"
-            f"{info.tree.ref}). Derived from the source: the message, the source excerpt, the trigger and the related "
+            f"{quote(info.tree.ref, safe='/')}). Derived from the source: the message, the source excerpt, the trigger and the related "
             "errors. " + ("Curated (checked by `kb lint`): what it means, solutions, example fix, defensive patterns, "
                           "prevention, common situations." if e else "Curated: nothing yet."), "",
             f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id}.json)", ""]
@@ -151,10 +190,10 @@ def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, titl
 
 def nav_title(r: Record, limit: int = 60) -> str:
     """The title for the navigation, HTML-escaped: themes print it as HTML."""
-    t = r.title
+    t = one_line(r.title)
     return html.escape(t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…")
 
 
-__all__ = ["error_markdown", "index_markdown", "md_text", "nav_title"]
+__all__ = ["error_markdown", "escape_snippets", "index_markdown", "md_text", "nav_title"]
 
 

@@ -29,7 +29,7 @@ from mkdocs.structure.pages import Page
 
 from kb.errors import KBError
 from kb.jobs import curated_records, release_wordings, scan_release, source_spec
-from kb.mkdocs.pages import error_markdown, index_markdown, nav_title
+from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav_title
 from kb.model import Record
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_files, record_files
@@ -62,6 +62,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         self.records: list[Record] = []
         self.pages: dict[str, File] = {}
         self.index_file: Optional[File] = None
+        self.snippets = False  # the docs use pymdownx.snippets: scanned lines must not look like its markers
 
     def on_config(self, config: Any) -> Any:
         o = self.config
@@ -73,6 +74,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         if not path or ".." in path.split("/"):
             raise PluginError(f"vllm-errors: path must be a folder inside the docs, got {o.path!r}")
         have = {e if isinstance(e, str) else next(iter(e)) for e in config.markdown_extensions}
+        self.snippets = "pymdownx.snippets" in have
         for name, options in _EXTENSIONS:
             if name not in have:
                 config.markdown_extensions.append(name)
@@ -100,13 +102,14 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         path = o.path.strip("/")
         api_prefix = "../" * (path.count("/") + 1)
         self.pages = {}
+        guard = escape_snippets if self.snippets else str
         for r in shown:
             view = error_view(r, info, [summaries[i] for i in r.related])
-            f = File.generated(config, f"{path}/{r.id}.md", content=error_markdown(view, info, titles, api_prefix))
+            f = File.generated(config, f"{path}/{r.id}.md", content=guard(error_markdown(view, info, titles, api_prefix)))
             files.append(f)
             self.pages[r.id] = f
         self.index_file = File.generated(config, f"{path}/index.md",
-                                         content=index_markdown(shown, info, o.include, o.title))
+                                         content=guard(index_markdown(shown, info, o.include, o.title)))
         files.append(self.index_file)
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):

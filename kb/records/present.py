@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
+from urllib.parse import quote
 
 from kb.model import RaiseSite
 from kb.scan.ids import is_id
@@ -139,21 +140,41 @@ def trigger_of(site: RaiseSite) -> Trigger:
                    site.fact.qualname)
 
 
+_LINE_BREAK = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """Line breaks as spaces (a break inside a Markdown span would end it, or the paragraph),
+    other control characters as U+FFFD (HTML has no place for them)."""
+    return _CONTROL.sub("\ufffd", _LINE_BREAK.sub(" ", text))
+
+
+def code_span(text: str) -> str:
+    """`text` as one inline Markdown code span, on one line, whatever backticks it holds."""
+    text = one_line(text)
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
 def trigger_text(site: RaiseSite, markdown: bool = False) -> str:
     """The trigger in plain sentences, built only from the source (`markdown` quotes code)."""
-    q = "`" if markdown else ""
+    def q(code: str) -> str:
+        return code_span(code) if markdown else code
+
     t = trigger_of(site)
     if t.condition:
-        text = f"Raised in {q}{t.function}{q} when {q}{t.condition}{q}"
+        text = f"Raised in {q(t.function)} when {q(t.condition)}"
         if t.inside:
-            text += f", inside: {q}{t.inside}{q}"
+            text += f", inside: {q(t.inside)}"
     else:
-        text = f"Raised whenever {q}{t.function}{q} reaches this line (no enclosing condition in the function)"
+        text = f"Raised whenever {q(t.function)} reaches this line (no enclosing condition in the function)"
     if t.contexts:
-        text += "; within " + ", ".join(f"`{c}`" for c in t.contexts)
+        text += "; within " + ", ".join(code_span(c) if markdown else f"`{c}`" for c in t.contexts)
     text += "."
     if t.locals:
-        text += " Where " + "; ".join(f"{q}{n} = {s}{q}" for n, s in t.locals) + "."
+        text += " Where " + "; ".join(q(f"{n} = {s}") for n, s in t.locals) + "."
     return text
 
 
@@ -216,5 +237,5 @@ def message_pattern(template: str) -> str:
 
 
 def github_url(ref: str, file: str, line: Optional[int] = None) -> str:
-    url = f"https://github.com/vllm-project/vllm/blob/{ref}/{file}"
+    url = f"https://github.com/vllm-project/vllm/blob/{quote(ref, safe='/')}/{quote(file, safe='/')}"
     return f"{url}#L{line}" if line else url
