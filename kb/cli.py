@@ -179,6 +179,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache)
     sys.stdout.write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    for problem in outcome.launch.problems:
+        print(f"Error: {problem}", file=sys.stderr)
+    for n in outcome.not_run:
+        if not n.reason.startswith("bad input"):
+            print(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}", file=sys.stderr)
+    if not outcome.complete:
+        return 2
     return 1 if outcome.predicted else 0
 
 

@@ -39,6 +39,15 @@ _OP_SYMBOL = {v: k for k, v in _NAMES.items()}
 _CMP_SYMBOL = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
 MAX_POWER = 64
+MAX_REPEAT = 100_000  # longest string or list that `*` may build
+
+
+def _repeated_length(left: Any, right: Any) -> int:
+    """The length `left * right` has when it repeats a string or list, else 0."""
+    for seq, count in ((left, right), (right, left)):
+        if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
+            return len(seq) * max(count, 0)
+    return 0
 
 
 def parse(source: str) -> ast.expr:
@@ -122,6 +131,10 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         left, right = _eval(n.left, env), _eval(n.right, env)
         if isinstance(n.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > MAX_POWER:
             raise ExprError(f"exponent too large in {ast.unparse(n)!r}")
+        if isinstance(n.op, ast.Mod) and isinstance(left, str):  # "%099999999999d" % 1 would fill memory
+            raise ExprError(f"string formatting is not allowed: {ast.unparse(n)!r}")
+        if isinstance(n.op, ast.Mult) and _repeated_length(left, right) > MAX_REPEAT:
+            raise ExprError(f"repetition too long in {ast.unparse(n)!r}")
         return _BINOPS[type(n.op)](left, right)
     if isinstance(n, ast.Compare):
         left = _eval(n.left, env)

@@ -33,29 +33,55 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class NotRun:
+    """A check that could not run: an input it needs is bad, or its condition fails on these
+    values (e.g. a division by zero)."""
+
+    record: Record
+    reason: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What `kb check` found for one launch."""
 
     predicted: tuple[Prediction, ...]  # in vLLM's order within a function (by line)
     skipped: tuple[Skipped, ...]
     launch: Launch
+    not_run: tuple[NotRun, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every input was read and every check whose inputs are known ran."""
+        return not self.launch.problems and not self.not_run
 
 
 def predict(records: Sequence[Record], launch: Launch) -> Outcome:
+    """Each check on its own: one that cannot run is reported, the others still run."""
     predicted: list[Prediction] = []
     skipped: list[Skipped] = []
+    not_run: list[NotRun] = []
     for r in records:
         check = r.entry.check if r.entry is not None else None
         if check is None:
+            continue
+        bad = [i for i in check.inputs if i in launch.bad]
+        if bad:
+            not_run.append(NotRun(r, "bad input " + ", ".join(bad)))
             continue
         missing = tuple(i for i in check.inputs if i not in launch.values)
         if missing:
             skipped.append(Skipped(r, missing))
             continue
-        if evaluate(check.raises_when, launch.values):
+        try:
+            raises = bool(evaluate(check.raises_when, launch.values))
+        except ExprError as e:
+            not_run.append(NotRun(r, f"its condition fails on these values: {e}"))
+            continue
+        if raises:
             predicted.append(Prediction(r, fill_message(r, check, launch.values)))
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
-    return Outcome(tuple(predicted), tuple(skipped), launch)
+    return Outcome(tuple(predicted), tuple(skipped), launch, tuple(not_run))
 
 
 def bindings_of(check: Check) -> dict[str, ast.expr]:

@@ -111,6 +111,9 @@ def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
         outcome = predict(records, launch)
+        for n in outcome.not_run:
+            problems.append(Located(e.path, e.line_of("example_fix", side),
+                                    f"example_fix.{side}: check of {n.record.id} not run: {n.reason}"))
         ids = [p.record.id for p in outcome.predicted]
         if side == "before" and r.id not in ids:
             missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
