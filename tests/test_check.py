@@ -235,6 +235,16 @@ def test_out_of_range_flags_are_bad_input_not_a_crash(capsys, tree: Path, entrie
                                "--gpu-count: must be at least 0, got -1",
                                "--compute-capability: expected a finite number, got Infinity")
     assert "num_key_value_heads" not in launch.values  # bad: not replaced by num_attention_heads
+    launch = parse_launch(["vllm", "serve", "m", "-tp", "9" * 4000, "--dtype", "x" * 20_000],
+                          {"num_attention_heads": 10**4000, "model_type": ["llama"], "num_experts": {"n": 8}})
+    assert launch.problems == ("-tp: out of range (more than 2**63), got an integer of 4000 digits",
+                               '--dtype: longer than 10000 characters, got "' + "x" * 56 + "...",
+                               "config.json: num_attention_heads: out of range (more than 2**63), got an integer of "
+                               "4001 digits",
+                               "config.json: num_experts: expected an integer, got a JSON object",
+                               "config.json: model_type: expected a string, got a JSON array")
+    assert set(launch.bad) == {"tensor_parallel_size", "dtype", "num_attention_heads", "num_experts", "model_type",
+                               "num_key_value_heads"}  # absent, and what stands in for it is bad
 
 
 @pytest.mark.parametrize("content, problem", [

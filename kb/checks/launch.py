@@ -176,6 +176,8 @@ def parse_launch(argv: Sequence[str], config: ConfigFile | dict[str, Any] | None
             if inp.fallback and inp.fallback in values:
                 values[inp.name] = values[inp.fallback]
                 sources[inp.name] = f"config.json (same as {inp.fallback})"
+            elif inp.fallback and inp.fallback in bad:
+                bad[inp.name] = bad[inp.fallback]
             elif inp.default is not UNKNOWN:
                 values[inp.name] = inp.default
                 sources[inp.name] = "config.json (absent: default)"

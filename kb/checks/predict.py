@@ -112,8 +112,8 @@ def fill_message(r: Record, check: Check, values: Mapping[str, Any]) -> str:
     for expr in placeholders(r.template):
         try:
             node = substitute(ast.parse(expr, mode="eval").body, bindings, locals_)
-            value = evaluate(node, values)
-        except (SyntaxError, ExprError):
+            shown = str(evaluate(node, values))
+        except (SyntaxError, ExprError, ValueError):  # ValueError: an integer too long to print
             continue
-        text = text.replace("{" + expr + "}", str(value), 1)
+        text = text.replace("{" + expr + "}", shown, 1)
     return text

@@ -146,13 +146,26 @@ def checked_value(inp: Input, value: Any) -> Any:
         raise ValueError(f"expected {wanted}, got {_shown(value)}")
     if inp.minimum is not None and value < inp.minimum:
         raise ValueError(f"must be at least {inp.minimum:g}, got {_shown(value)}")
+    if isinstance(value, (int, float)) and abs(value) > MAX_NUMBER:
+        raise ValueError(f"out of range (more than 2**63), got {_shown(value)}")
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise ValueError(f"longer than {MAX_TEXT} characters, got {_shown(value)}")
     return value
+
+
+MAX_NUMBER = 2**63  # no count or size of a launch comes near; beyond it arithmetic only costs time
+MAX_TEXT = 10_000  # a dtype, a method name, a file path
 
 
 def _shown(value: Any) -> str:
     """A value as the message quotes it, cut short: it may come from a hostile file."""
-    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool)) else \
-        f"a JSON {'object' if isinstance(value, dict) else 'array' if isinstance(value, list) else type(value).__name__}"
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_NUMBER:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = json.dumps(value[:100] if isinstance(value, str) else value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
