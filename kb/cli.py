@@ -117,18 +117,30 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from kb.explain.match import explanation_json, explanation_text
+    from kb.explain.paste import read_paste, text_of_argument
     from kb.jobs import explain_text
 
     if args.text is not None:
-        text = args.text
+        text = text_of_argument(args.text)
     elif sys.stdin is not None and not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text, cut = read_paste(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
+        if cut:
+            _warn(f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB are read")
     else:
         raise UsageError("give the error text as an argument, or pipe it in: kb explain < server.log")
     index = Path(args.index) if args.index else (Path(args.site) / "api" / "match-index.json" if args.site else None)
     ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
-    sys.stdout.write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
+    _write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
     return 0 if ex.found else 1
+
+
+def _write(text: str) -> None:
+    """Standard output in whatever encoding it has: what it cannot encode is escaped, not fatal."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:
+        encoding = sys.stdout.encoding or "ascii"
+        sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

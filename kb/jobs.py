@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import nullcontext
@@ -215,8 +216,11 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
                                         [repr(r.entry) for r in merged.records if r.entry is not None],
                                         code_digest(), repr(wordings)]).encode()).hexdigest()[:16]
     path = cache_dir() / "match-index" / f"{result.tree.release or 'ref'}-{digest}.json"
-    if not path.is_file():
-        write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
+    if not path.exists():
+        try:
+            write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
+        except OSError as e:
+            raise KBError(f"cannot write the match index into the cache: {e.strerror or e}", str(path)) from None
     return path
 
 
@@ -224,8 +228,21 @@ def explain_text(text: str, spec: SourceSpec, index: Optional[Path] = None, erro
                  use_cache: bool = True) -> Explanation:
     from kb.explain.match import Matcher, explain, load_index
 
-    path = index if index is not None else match_index_for(spec, errors, use_cache)
-    return explain(text, Matcher(load_index(path)))
+    if index is not None:
+        return explain(text, Matcher(load_index(index)))
+    path = match_index_for(spec, errors, use_cache)
+    try:
+        loaded = load_index(path)
+    except KBError:  # the cached copy is damaged (truncated, edited, replaced): compile it again
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as e:
+            raise KBError(f"cannot replace the damaged cached match index: {e.strerror or e}", str(path)) from None
+        loaded = load_index(match_index_for(spec, errors, use_cache))
+    return explain(text, Matcher(loaded))
 
 
 def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> LintReport:
