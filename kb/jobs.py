@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
 from kb.scan.scanner import DEFAULT_EXCEPTIONS, Progress, scan
 from kb.scan.source import SourceSpec, open_tree
+from kb.workers import worker_pool
 
 if TYPE_CHECKING:
     from kb.checks.predict import Outcome
@@ -101,7 +102,7 @@ def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_c
     parsed once. Names are release versions, else git refs."""
     out = []
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext() as pool:  # one pool for all
+    with worker_pool(workers) if workers > 1 else nullcontext() as pool:  # one pool for all
         for spec in specs:
             result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress, pool=pool)
             out.append((result.tree.release or spec.ref or result.tree.ref, result))

@@ -14,7 +14,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from contextlib import ExitStack, contextmanager
 from typing import Optional
 
@@ -24,6 +24,7 @@ from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
 from kb.scan.ids import ID_SCHEME, error_id
 from kb.scan.source import Tree
+from kb.workers import worker_pool
 
 EXCERPT_RADIUS = 18
 ALL = "all"
@@ -240,7 +241,7 @@ def _extract_missing(missing: dict[str, bytes], per_key: Counter[str], jobs: Opt
         chunks = _chunks(order, missing, workers * 8)
         with ExitStack() as stack:
             if pool is None:
-                pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+                pool = stack.enter_context(worker_pool(workers))
             for chunk, results in zip(chunks, pool.map(_extract_many, ([missing[k] for k in c] for c in chunks))):
                 fresh.update(zip(chunk, results))
                 done += sum(per_key[k] for k in chunk)
