@@ -66,6 +66,21 @@ def test_missing_pages_get_the_404_page(server: int) -> None:
     assert status == 404 and b"Not found" in body and ctype.startswith("text/html")
 
 
+def test_a_404_page_pointing_out_of_the_site_is_not_served(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<!doctype html>")
+    (tmp_path / "secret.html").write_text("SECRET-CONTENT")
+    (tmp_path / "site" / "404.html").symlink_to(tmp_path / "secret.html")
+    srv = make_server(tmp_path / "site", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        status, _, body = get(srv.server_address[1], "/missing/")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert status == 404 and b"SECRET-CONTENT" not in body
+
+
 def test_not_a_site(tmp_path: Path) -> None:
     with pytest.raises(KBError, match="not a built site"):
         make_server(tmp_path, 0)

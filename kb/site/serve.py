@@ -70,8 +70,11 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         return super().guess_type(path)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        page = Path(self.directory) / "404.html"
-        if code == 404 and page.is_file():
+        try:
+            page = self._resolve("/404.html")  # None when it is a link pointing out of the site
+        except (OSError, RuntimeError):
+            page = None
+        if code == 404 and page is not None and page.is_file():
             body = page.read_bytes()
             self.send_response(404)
             self.send_header("Content-Type", "text/html; charset=utf-8")
