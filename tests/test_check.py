@@ -265,6 +265,14 @@ def test_unreadable_config_is_a_usage_error(capsys, tree: Path, entries: Path, t
     assert err.startswith(f"Error: {config}{line}: {problem}"), err
 
 
+def test_config_with_a_byte_order_mark(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_bytes(b"\xef\xbb\xbf" + json.dumps({"num_attention_heads": 48, "num_key_value_heads": 8}).encode())
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config),
+                 "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "4"]) == 1
+    assert DCP_ID in capsys.readouterr().out
+
+
 def test_config_that_is_not_a_regular_file(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "model" / "config.json"
     fifo.parent.mkdir()

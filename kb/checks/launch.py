@@ -84,7 +84,7 @@ def read_config(path: Path) -> ConfigFile:
     if len(raw) > MAX_CONFIG_BYTES:
         raise UsageError(f"not a config.json: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MB", str(file))
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte order mark, as some editors write, is not an error
         data = json.loads(text)
     except UnicodeDecodeError as e:
         raise UsageError(f"not a readable config.json: not UTF-8 (byte {e.start})", str(file)) from None
