@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -117,11 +118,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from kb.explain.match import explanation_json, explanation_text
-    from kb.explain.paste import read_paste, text_of_argument
+    from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 
     if args.text is not None:
-        text = text_of_argument(args.text)
+        text = _argument_text(args.text)
     elif sys.stdin is not None and not sys.stdin.isatty():
         text, cut = read_paste(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
         if cut:
@@ -134,13 +135,31 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0 if ex.found else 1
 
 
+def _argument_text(text: str) -> str:
+    """An argument as Python received it: bytes that were not UTF-8 arrive as lone surrogates,
+    which cannot be printed; they become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _write(text: str) -> None:
-    """Standard output in whatever encoding it has: what it cannot encode is escaped, not fatal."""
+    """Standard output in whatever encoding it has: a character it cannot encode is written as a
+    JSON escape (`\\u00e9`, valid inside --json's strings too), never a failure."""
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:
         encoding = sys.stdout.encoding or "ascii"
-        sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        sys.stdout.write("".join(c if _encodes(c, encoding) else json.dumps(c)[1:-1] for c in text))
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -181,7 +200,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kb.checks.report import outcome_json, outcome_text
     from kb.jobs import check_launch
 
-    command = list(args.command_words)
+    command = [_argument_text(w) for w in args.command_words]
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
@@ -190,7 +209,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "gpu_memory_gib": args.gpu_memory_gib}
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache)
-    sys.stdout.write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    _write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
     for problem in outcome.launch.problems:
         print(f"Error: {problem}", file=sys.stderr)
     for n in outcome.not_run:

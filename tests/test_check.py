@@ -296,3 +296,18 @@ def test_a_condition_that_fails_on_the_values_is_reported_for_its_check_only(tre
         (DCP_ID, "its condition fails on these values"), (DCP_MAX_ID, "its condition fails on these values")])
     assert all("ZeroDivisionError" in n.reason for n in outcome.not_run) and not outcome.complete
     assert outcome.predicted == ()
+
+
+def test_words_that_are_not_utf8_and_an_output_that_cannot_encode(tree: Path, entries: Path) -> None:
+    import subprocess
+    import sys
+
+    words = [os.fsdecode(b"org/m\xff"), "--dtype", "bfloat16\u2603", os.fsdecode(b"--x\xfe")]
+    for env in ({"PYTHONIOENCODING": "utf-8:strict"}, {"PYTHONIOENCODING": "ascii:strict"}):
+        done = subprocess.run([sys.executable, "-m", "kb", "check", "--source", str(tree), "--errors", str(entries),
+                               "--json", "--", "vllm", "serve", *words], capture_output=True, timeout=120,
+                              env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **env})
+        assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+        assert done.returncode == 0
+        data = json.loads(done.stdout)
+        assert data["model"] == "org/m\ufffd" and data["ignoredFlags"] == ["--x\ufffd"]

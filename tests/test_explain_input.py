@@ -40,11 +40,23 @@ def test_invalid_utf8_on_stdin_under_a_strict_utf8_locale(tree: Path) -> None:
     assert json.loads(done.stdout)["found"][0]["match"]["id"] == DCP
 
 
-def test_an_argument_that_is_not_utf8_and_an_output_that_cannot_encode(tree: Path) -> None:
-    done = run_kb("explain", "--source", str(tree), os.fsencode("héads \udcff ") .decode("utf-8", "surrogateescape")
-                  + FILLED, env={"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "ascii:strict", "PYTHONUTF8": "0"})
+def test_an_argument_that_is_not_utf8(tree: Path) -> None:
+    argument = b"h\xc3\xa9ads \xff ".decode("utf-8", "surrogateescape") + FILLED  # as Python receives such bytes
+    done = run_kb("explain", "--source", str(tree), "--json", argument,
+                  env={"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict", "PYTHONUTF8": "0"})
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
-    assert done.returncode == 0 and DCP.encode() in done.stdout
+    assert done.returncode == 0
+    found = json.loads(done.stdout)["found"][0]
+    assert found["match"]["id"] == DCP and found["message"].startswith("h\u00e9ads \ufffd The model's")
+
+
+def test_an_output_that_cannot_encode_the_paste(tree: Path) -> None:
+    done = run_kb("explain", "--source", str(tree), "--json", stdin=("h\u00e9ads \u2603 " + FILLED).encode(),
+                  env={"PYTHONIOENCODING": "ascii:strict"})
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert done.returncode == 0
+    found = json.loads(done.stdout)["found"][0]  # escaped as JSON escapes: still valid JSON
+    assert found["match"]["id"] == DCP and found["message"].startswith("h\u00e9ads \u2603 The model's")
 
 
 @pytest.mark.parametrize("content, problem", [

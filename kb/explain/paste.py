@@ -1,5 +1,5 @@
-"""What `kb explain` is given: bytes from a pipe or an argument, in any encoding or none, made
-text in bounded memory. Invalid UTF-8 never fails: it becomes U+FFFD."""
+"""What `kb explain` reads from a pipe: bytes in any encoding or none, made text in bounded
+memory. Invalid UTF-8 never fails: it becomes U+FFFD."""
 
 from __future__ import annotations
 
@@ -35,11 +35,3 @@ def read_paste(stream: BinaryIO | TextIO, limit: int = MAX_PASTE_BYTES) -> tuple
         data = data[newline + 1:] if 0 <= newline < len(data) - 1 else data
     return data.decode("utf-8", "replace"), limit if cut else 0
 
-
-def text_of_argument(text: str) -> str:
-    """An argument as Python received it: bytes that were not UTF-8 arrive as lone surrogates,
-    which cannot be printed; they become U+FFFD."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
-        return text.encode("utf-8", "replace").decode("utf-8")
