@@ -58,7 +58,8 @@ class ConfigFile:
     text: str = ""
 
     def where(self, key_path: str) -> str:
-        """`path:line` of the key (its last part after the first), else the path alone."""
+        """`path:line` where the key is written (each part of a dotted path found after the one
+        before), else the path alone."""
         pos = -1
         for part in key_path.split("."):
             found = self.text.find(json.dumps(part), pos + 1)
