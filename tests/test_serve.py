@@ -113,6 +113,24 @@ def test_many_concurrent_clients_are_all_answered(server: int) -> None:
     assert statuses == [200] * 400
 
 
+def test_the_listen_queue_holds_many_waiting_connections(tmp_path: Path) -> None:
+    """While every thread is busy, new connections wait in the kernel's queue instead of being
+    dropped (socketserver's default queue of 5 drops the 7th: its connect never completes)."""
+    import socket
+
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    srv = make_server(tmp_path, 0)  # never accepts: as if every thread were busy
+    waiting = []
+    try:
+        for _ in range(100):  # within any kernel's cap (somaxconn is 128 or more)
+            waiting.append(socket.create_connection(srv.server_address, timeout=20))
+    finally:
+        for s in waiting:
+            s.close()
+        srv.server_close()
+    assert len(waiting) == 100
+
+
 @pytest.mark.parametrize("port", [-1, 65536, 10**20])
 def test_a_port_out_of_range_is_a_usage_error(capsys, tmp_path: Path, port: int) -> None:
     from kb.cli import main
