@@ -346,3 +346,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("Error: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # a full disk or a read-only folder where a command writes: one line, not a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"Error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1

@@ -215,3 +215,20 @@ def test_only_a_kb_site_is_replaced(tmp_path: Path, capsys) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "notes.txt", "tree"]
     (tmp_path / "empty").mkdir()
     assert main(["build", "--source", str(tree), "-o", str(tmp_path / "empty"), "--quiet", "--jobs", "1"]) == 0
+
+
+def test_any_other_write_failure_is_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A command that writes outside the site (kb scan -o, kb new) on a full disk: one line, exit 1."""
+    from fixture_tree import tree_files, write_tree
+    from kb import files
+    from kb.cli import main
+
+    tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False))
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "scan.json"))
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", full)
+    assert main(["scan", "--source", str(tree), "-o", str(tmp_path / "scan.json"), "--quiet", "--jobs", "1"]) == 1
+    assert capsys.readouterr().err == f"Error: {tmp_path / 'scan.json'}: No space left on device\n"
+    assert not (tmp_path / "scan.json").exists()
