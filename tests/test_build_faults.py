@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kb.errors import KBError
+from kb.records.merge import build_records
 from kb.site import output
 from kb.site.build import BuildOptions, build_site
-from kb.records.merge import build_records
 from sitehelpers import build_fixture, fixture_scan
 
 HOLDER = """
@@ -197,8 +197,8 @@ def test_a_read_only_parent_for_real(built) -> None:
 
 
 def test_only_a_kb_site_is_replaced(tmp_path: Path, capsys) -> None:
-    from kb.cli import main
     from fixture_tree import tree_files, write_tree
+    from kb.cli import main
 
     tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False))
     notes = tmp_path / "notes.txt"
