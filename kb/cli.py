@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -117,18 +118,48 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from kb.explain.match import explanation_json, explanation_text
+    from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 
     if args.text is not None:
-        text = args.text
+        text = _argument_text(args.text)
     elif sys.stdin is not None and not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text, cut = read_paste(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
+        if cut:
+            _warn(f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB are read")
     else:
         raise UsageError("give the error text as an argument, or pipe it in: kb explain < server.log")
     index = Path(args.index) if args.index else (Path(args.site) / "api" / "match-index.json" if args.site else None)
     ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
-    sys.stdout.write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
+    _write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
     return 0 if ex.found else 1
+
+
+def _argument_text(text: str) -> str:
+    """An argument as Python received it: bytes that were not UTF-8 arrive as lone surrogates,
+    which cannot be printed; they become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _write(text: str) -> None:
+    """Standard output in whatever encoding it has: a character it cannot encode is written as a
+    JSON escape (`\\u00e9`, valid inside --json's strings too), never a failure."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:
+        encoding = sys.stdout.encoding or "ascii"
+        sys.stdout.write("".join(c if _encodes(c, encoding) else json.dumps(c)[1:-1] for c in text))
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -169,7 +200,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kb.checks.report import outcome_json, outcome_text
     from kb.jobs import check_launch
 
-    command = list(args.command_words)
+    command = [_argument_text(w) for w in args.command_words]
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
@@ -178,7 +209,14 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "gpu_memory_gib": args.gpu_memory_gib}
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache)
-    sys.stdout.write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    _write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    for problem in outcome.launch.problems:
+        print(f"Error: {problem}", file=sys.stderr)
+    for n in outcome.not_run:
+        if not n.reason.startswith("bad input"):
+            print(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}", file=sys.stderr)
+    if not outcome.complete:
+        return 2
     return 1 if outcome.predicted else 0
 
 
@@ -308,3 +346,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("Error: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # a full disk or a read-only folder where a command writes: one line, not a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"Error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1

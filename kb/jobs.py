@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
 from kb.scan.scanner import DEFAULT_EXCEPTIONS, Progress, scan
 from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
+from kb.workers import worker_pool
 
 if TYPE_CHECKING:
     from kb.checks.predict import Outcome
@@ -100,7 +102,7 @@ def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_c
     parsed once. Names are release versions, else git refs."""
     out = []
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext() as pool:  # one pool for all
+    with worker_pool(workers) if workers > 1 else nullcontext() as pool:  # one pool for all
         for spec in specs:
             result = scan_release(spec, jobs=jobs, use_cache=use_cache, progress=progress, pool=pool)
             out.append((result.tree.release or release_name(spec.ref or result.tree.ref), result))
@@ -220,8 +222,11 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
                                         code_digest(), repr(wordings)]).encode()).hexdigest()[:16]
     name = result.tree.release if result.tree.release and is_release_name(result.tree.release) else "ref"
     path = cache_dir() / "match-index" / f"{name}-{digest}.json"
-    if not path.is_file():
-        write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
+    if not path.exists():
+        try:
+            write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
+        except OSError as e:
+            raise KBError(f"cannot write the match index into the cache: {e.strerror or e}", str(path)) from None
     return path
 
 
@@ -229,8 +234,21 @@ def explain_text(text: str, spec: SourceSpec, index: Optional[Path] = None, erro
                  use_cache: bool = True) -> Explanation:
     from kb.explain.match import Matcher, explain, load_index
 
-    path = index if index is not None else match_index_for(spec, errors, use_cache)
-    return explain(text, Matcher(load_index(path)))
+    if index is not None:
+        return explain(text, Matcher(load_index(index)))
+    path = match_index_for(spec, errors, use_cache)
+    try:
+        loaded = load_index(path)
+    except KBError:  # the cached copy is damaged (truncated, edited, replaced): compile it again
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as e:
+            raise KBError(f"cannot replace the damaged cached match index: {e.strerror or e}", str(path)) from None
+        loaded = load_index(match_index_for(spec, errors, use_cache))
+    return explain(text, Matcher(loaded))
 
 
 def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> LintReport:

@@ -69,6 +69,7 @@ class RaiseFact:
     pydantic_class: bool  # enclosing class is a pydantic dataclass or model
     validation: Optional[str]  # field_validator, model_validator, post_init, ... or None
     parts: tuple[str, ...] = ()  # templates of the parts of a list joined into the message at run time
+    builder: str = ""  # the function called for the message (`raise ValueError(_make_msg(x))`), else ""
 
     @property
     def guard(self) -> str:
@@ -79,7 +80,7 @@ class RaiseFact:
             self.line, self.end_line, self.qualname, self.exception, self.exception_name,
             self.template, self.unresolved, self.message_kind, list(self.guard_terms),
             [c.to_json() for c in self.contexts], [d.to_json() for d in self.locals],
-            list(self.decorators), self.pydantic_class, self.validation, list(self.parts),
+            list(self.decorators), self.pydantic_class, self.validation, list(self.parts), self.builder,
         ]
 
     @staticmethod
@@ -87,7 +88,7 @@ class RaiseFact:
         return RaiseFact(
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], tuple(v[8]),
             tuple(Context.from_json(c) for c in v[9]), tuple(LocalDef.from_json(d) for d in v[10]),
-            tuple(v[11]), v[12], v[13], tuple(v[14]),
+            tuple(v[11]), v[12], v[13], tuple(v[14]), v[15],
         )
 
 
@@ -99,6 +100,27 @@ class ClassFact:
 
 
 @dataclass(frozen=True)
+class Builder:
+    """Where a message is built away from its raise: a function that returns one (`kind`
+    "function"), or an exception class whose `__init__` passes one to `super().__init__`
+    ("exception"). `templates`: with the arguments as placeholders; `bare`: as raised without
+    arguments (defaults filled in)."""
+
+    name: str
+    line: int
+    kind: str
+    templates: tuple[str, ...]
+    bare: tuple[str, ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [self.name, self.line, self.kind, list(self.templates), list(self.bare)]
+
+    @staticmethod
+    def from_json(v: list[Any]) -> Builder:
+        return Builder(v[0], v[1], v[2], tuple(v[3]), tuple(v[4]))
+
+
+@dataclass(frozen=True)
 class FileFacts:
     """Everything the scanner needs from one file; depends only on the file's bytes."""
 
@@ -106,6 +128,7 @@ class FileFacts:
     raises: tuple[RaiseFact, ...] = ()
     error: Optional[tuple[int, str]] = None  # (line, message) when the file does not parse
     skipped: tuple[tuple[int, str], ...] = ()  # (line, message) of statements that could not be scanned
+    builders: tuple[Builder, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +136,7 @@ class FileFacts:
             "r": [r.to_json() for r in self.raises],
             "e": list(self.error) if self.error else None,
             "s": [list(s) for s in self.skipped],
+            "b": [b.to_json() for b in self.builders],
         }
 
     @staticmethod
@@ -122,6 +146,7 @@ class FileFacts:
             tuple(RaiseFact.from_json(r) for r in d["r"]),
             (d["e"][0], d["e"][1]) if d["e"] else None,
             tuple((s[0], s[1]) for s in d["s"]),
+            tuple(Builder.from_json(b) for b in d["b"]),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_launch_parsing() -> None:
     assert v["num_key_value_heads"] == 32  # absent from config.json: one per attention head
     assert v["pipeline_parallel_size"] == 1 and v["kv_lora_rank"] == 0  # vLLM's defaults
     assert "max_num_batched_tokens" not in v  # derived from GPU memory at run time: unknown
-    assert parse_launch(["vllm", "serve", "m", "-tp", "eight"]).problems == ("-tp: cannot read 'eight' as int",)
+    assert parse_launch(["vllm", "serve", "m", "-tp", "eight"]).problems == ("-tp: cannot read 'eight' as an integer",)
 
 
 def test_lint_runs_cases_against_the_guard_and_the_example_fixes(tree: Path, entries: Path, tmp_path: Path) -> None:
@@ -186,3 +187,127 @@ def test_stale_entries_show_a_notice(tmp_path: Path, tree: Path, entries: Path) 
     assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(out), "--quiet"]) == 0
     html = (out / f"errors/{DCP_ID}/index.html").read_text()
     assert "<strong>May be out of date since vLLM 0.1.0.</strong>" in html
+
+
+def test_bad_values_are_located_and_only_their_checks_do_not_run(capsys, tree: Path, entries: Path,
+                                                                   tmp_path: Path) -> None:
+    """A value of the wrong type or out of range is one located problem; the checks that need it
+    do not run (no default stands in), every other check still does; exit 2."""
+    config = tmp_path / "config.json"
+    config.write_text('{\n  "model_type": "llama",\n  "num_attention_heads": "%099999999999d",\n'
+                      '  "num_key_value_heads": 8\n}\n')
+    code = main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config), "--json",
+                 "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "3"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == 2
+    assert [p["id"] for p in data["predicted"]] == [DCP_MAX_ID]  # needs no attention heads: still runs
+    assert data["notRun"] == [{"id": DCP_ID, "reason": "bad input num_attention_heads"}]
+    problem = f'{config}:3: num_attention_heads: expected an integer, got "%099999999999d"'
+    assert data["problems"] == [problem]
+    assert captured.err == f"Error: {problem}\n"
+    config.write_text('{"num_attention_heads": "twenty", "num_key_value_heads": 8}')
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config),
+                 "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "2"]) == 2
+    out = capsys.readouterr().out
+    assert f"1 check(s) not run:\n  {DCP_ID}: bad input num_attention_heads" in out
+    assert f'Bad input (the checks that need it did not run):\n  {config}:1: num_attention_heads: expected an ' \
+           f'integer, got "twenty"' in out
+
+
+def test_out_of_range_flags_are_bad_input_not_a_crash(capsys, tree: Path, entries: Path, config: Path) -> None:
+    code, out = kb_check(capsys, tree, entries, config, "-tp", "0", "-dcp", "2", json_out=True)
+    data = json.loads(out)
+    assert code == 2 and data["predicted"] == []
+    assert data["problems"] == ["-tp: must be at least 1, got 0"]
+    assert sorted(n["id"] for n in data["notRun"]) == sorted([DCP_ID, DCP_MAX_ID])
+    for flags, problem in [(["--max-model-len", "1e400k"], "--max-model-len: cannot read '1e400k' as an integer"),
+                           (["--gpu-memory-utilization", "nan"], "--gpu-memory-utilization: expected a finite number, "
+                                                                 "got NaN"),
+                           (["--enable-lora=maybe"], "--enable-lora: cannot read 'maybe' as a boolean"),
+                           (["-sc", '{"num_speculative_tokens": "3"}'],
+                            '--speculative-config num_speculative_tokens: expected an integer, got "3"'),
+                           (["-sc", "[" * 100_000], "--speculative-config: JSON nested too deeply")]:
+        assert parse_launch(["vllm", "serve", "m", *flags]).problems == (problem,), flags
+    launch = parse_launch(["vllm", "serve", "m"], {"num_attention_heads": 32, "num_key_value_heads": True},
+                          {"gpu_count": -1, "compute_capability": float("inf")})
+    assert launch.problems == ('config.json: num_key_value_heads: expected an integer, got true',
+                               "--gpu-count: must be at least 0, got -1",
+                               "--compute-capability: expected a finite number, got Infinity")
+    assert "num_key_value_heads" not in launch.values  # bad: not replaced by num_attention_heads
+    launch = parse_launch(["vllm", "serve", "m", "-tp", "9" * 4000, "--dtype", "x" * 20_000],
+                          {"num_attention_heads": 10**4000, "model_type": ["llama"], "num_experts": {"n": 8}})
+    assert launch.problems == ("-tp: out of range (more than 2**63), got an integer of 4000 digits",
+                               '--dtype: longer than 10000 characters, got "' + "x" * 56 + "...",
+                               "config.json: num_attention_heads: out of range (more than 2**63), got an integer of "
+                               "4001 digits",
+                               "config.json: num_experts: expected an integer, got a JSON object",
+                               "config.json: model_type: expected a string, got a JSON array")
+    assert set(launch.bad) == {"tensor_parallel_size", "dtype", "num_attention_heads", "num_experts", "model_type",
+                               "num_key_value_heads"}  # absent, and what stands in for it is bad
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("[" * 100_000 + "]" * 100_000, "not a readable config.json: nested too deeply"),
+    ('{"a":' * 100_000 + "1" + "}" * 100_000, "not a readable config.json: nested too deeply"),
+    ('{"num_attention_heads": 1' + "0" * 5000 + "}", "not a readable config.json: Exceeds the limit (4300 digits)"),
+    ("[1, 2]", "config.json must hold a JSON object"),
+    ('{"a": 1,\n "b": }', "not a readable config.json: Expecting value (column 7)"),
+])
+def test_unreadable_config_is_a_usage_error(capsys, tree: Path, entries: Path, tmp_path: Path, content: str,
+                                             problem: str) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(content)
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config),
+                 "--", "vllm", "serve", "m"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    line = ":2" if "column 7" in problem else ""
+    assert err.startswith(f"Error: {config}{line}: {problem}"), err
+
+
+def test_config_with_a_byte_order_mark(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_bytes(b"\xef\xbb\xbf" + json.dumps({"num_attention_heads": 48, "num_key_value_heads": 8}).encode())
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(config),
+                 "--", "vllm", "serve", "m", "-tp", "16", "-dcp", "4"]) == 1
+    assert DCP_ID in capsys.readouterr().out
+
+
+def test_config_that_is_not_a_regular_file(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "model" / "config.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)  # opening it would wait for a writer forever
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--model-config", str(fifo.parent),
+                 "--", "vllm", "serve", "m"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"Error: {fifo}: not a regular file")
+
+
+def test_a_condition_that_fails_on_the_values_is_reported_for_its_check_only(tree: Path, entries: Path) -> None:
+    from kb.checks.predict import predict
+    from kb.jobs import curated_records, scan_release
+    from kb.scan.source import SourceSpec
+
+    records = curated_records([("", scan_release(SourceSpec(source_dir=str(tree))))], entries).records
+    launch = parse_launch(["vllm", "serve", "m", "-tp", "16", "-dcp", "3"],
+                          {"num_attention_heads": 48, "num_key_value_heads": 8})
+    launch.values["num_key_value_heads"] = 0  # as if the vocabulary had no minimum
+    outcome = predict(records, launch)
+    assert sorted((n.record.id, n.reason.split(":")[0]) for n in outcome.not_run) == sorted([
+        (DCP_ID, "its condition fails on these values"), (DCP_MAX_ID, "its condition fails on these values")])
+    assert all("ZeroDivisionError" in n.reason for n in outcome.not_run) and not outcome.complete
+    assert outcome.predicted == ()
+
+
+def test_words_that_are_not_utf8_and_an_output_that_cannot_encode(tree: Path, entries: Path) -> None:
+    import subprocess
+    import sys
+
+    words = [os.fsdecode(b"org/m\xff"), "--dtype", "bfloat16\u2603", os.fsdecode(b"--x\xfe")]
+    for env in ({"PYTHONIOENCODING": "utf-8:strict"}, {"PYTHONIOENCODING": "ascii:strict"}):
+        done = subprocess.run([sys.executable, "-m", "kb", "check", "--source", str(tree), "--errors", str(entries),
+                               "--json", "--", "vllm", "serve", *words], capture_output=True, timeout=120,
+                              env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **env})
+        assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+        assert done.returncode == 0
+        data = json.loads(done.stdout)
+        assert data["model"] == "org/m\ufffd" and data["ignoredFlags"] == ["--x\ufffd"]

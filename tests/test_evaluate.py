@@ -54,6 +54,24 @@ def test_missing_input_and_runtime_errors_are_typed() -> None:
         evaluate("10 ** 10 ** 10", {})
 
 
+@pytest.mark.parametrize("expr, env, message", [
+    ("heads % tp", {"heads": "%099999999999d", "tp": 2}, "value too large in 'heads % tp'"),
+    ("name * n", {"name": "ab", "n": 10**12}, "value too large in 'name \\* n'"),
+    ("n * [0]", {"n": 10**9}, "value too large in 'n \\* \\[0\\]'"),
+])
+def test_values_cannot_make_an_expression_fill_memory(expr: str, env: dict, message: str) -> None:
+    """Inputs come from untrusted files: a format string or a repeat count is refused, not run."""
+    with pytest.raises(ExprError, match=message):
+        evaluate(expr, env)
+
+
+
+def test_small_repetition_and_integer_modulo_still_work() -> None:
+    assert evaluate("heads % tp", {"heads": 7, "tp": 2}) == 1
+    assert evaluate("name * n", {"name": "ab", "n": 2}) == "abab"
+    assert evaluate("n * [0]", {"n": 2}) == [0, 0]
+
+
 def test_names_tree_and_readable_form() -> None:
     assert names_of("a > 1 and max(b, c) == None") == ["a", "b", "c"]
     assert to_tree("a // 2 in (1, 2) and not b") == [

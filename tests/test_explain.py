@@ -320,3 +320,69 @@ def test_align_counts_edits_and_lets_values_take_words() -> None:
     assert [s for s in steps if s[0] == "v"] == [("v", 3, 3), ("v", 4, 3), ("v", 5, 3)]
     cost, _ = align(template, [t[0] for t in _tokens("tensor paral lel size 16 is too big")])
     assert cost == 0
+
+
+BUILDERS = {"vllm/built.py": '''
+class EngineDeadError(Exception):
+    ENGINE_DEAD_MESSAGE = ("EngineCore encountered an issue. See stack trace (above) for the "
+                           "root cause.")
+
+    def __init__(self, *args, suppress_context: bool = False, **kwargs):
+        super().__init__(self.ENGINE_DEAD_MESSAGE, *args, **kwargs)
+
+
+class ClientDeadError(EngineDeadError):
+    pass
+
+
+class RetryableError(ValueError):
+    def __init__(self, message: str = "Request failed; please retry later"):
+        super().__init__(message)
+
+
+def choose(backend, reason):
+    def _make_log_unsupported(backend, reason):
+        if reason:
+            return (f"Unquantized MoE backend {backend.value} does not support the "
+                    f"deployment configuration since {reason}.")
+        return f"Unquantized MoE backend {backend.value} does not support the deployment configuration."
+
+    if backend is None:
+        raise EngineDeadError()
+    if reason == 1:
+        raise ClientDeadError()
+    if reason == 2:
+        raise RetryableError()
+    raise ValueError(_make_log_unsupported(backend, reason))
+'''}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Matcher, dict[int, str]]:
+    scan = fixture_scan(tmp_path_factory.mktemp("built") / "tree", BUILDERS)
+    lines = {s.line: s.id for s in scan.sites if s.file == "vllm/built.py"}
+    return Matcher(match_index(build_records(scan), "0.1.0")), lines
+
+
+@pytest.mark.parametrize("text, line, values", [
+    ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
+     "root cause.", 26, ()),
+    ("RetryableError: Request failed; please retry later", 30, ()),
+    ("ValueError: Unquantized MoE backend triton does not support the deployment configuration since fp8 is off.",
+     31, (("backend.value", "triton"), ("reason", "fp8 is off"))),
+    ("Unquantized MoE backend flashinfer does not support the deployment configuration.", 31,
+     (("backend.value", "flashinfer"),)),
+])
+def test_messages_built_by_a_function_or_an_exception_class(built, text: str, line: int, values) -> None:
+    """The raise's own template is `{_make_log_unsupported(backend, reason)}` or empty (its id
+    stays the public site's); the builder's templates are parts it is found by."""
+    matcher, lines = built
+    m = best(matcher, text)
+    assert (m.id, m.kind, m.values) == (lines[line], "exact", values)
+
+
+def test_a_subclass_takes_its_base_exceptions_message(built) -> None:
+    matcher, lines = built
+    found = explain("ClientDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+                    matcher).found[0]
+    assert {found.best.id, *(o.id for o in found.others)} >= {lines[26], lines[28]}

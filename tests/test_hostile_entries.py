@@ -157,12 +157,12 @@ def test_code_spans_and_fences_may_hold_html(tmp_path: Path) -> None:
 def test_kb_new_keeps_a_hostile_file_name_in_its_comment(capsys, tmp_path: Path) -> None:
     from kb.scan.ids import error_id
 
-    file = "vllm/x\nid: 0000000000000000\n.py"
+    file = "vllm/x: id: 0000000000000000 #.py"  # (a name with a newline is not scanned at all)
     tree = write_tree(tmp_path / "tree", tree_files("0.1.0", broken=False) | {file: 'def f():\n    raise ValueError("m")\n'})
     folder = tmp_path / "new"
     folder.mkdir()
     assert main(["new", error_id("m", file), "--source", str(tree), "--errors", str(folder)]) == 0
     (path,) = folder.glob("*.yaml")
     lines = path.read_text().splitlines()
-    assert lines[0] == "# Written by `kb new` from vLLM 0.1.0: vllm/x id: 0000000000000000 .py:2 in f."
+    assert lines[0] == "# Written by `kb new` from vLLM 0.1.0: vllm/x: id: 0000000000000000 #.py:2 in f."
     assert lines[1].startswith("# Complete every TODO") and not lines[2].startswith("#")

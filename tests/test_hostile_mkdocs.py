@@ -49,8 +49,8 @@ def local(x):
     if x == y:
         raise ValueError("a local " + y)
 '''
-NEWLINE_FILE = f"vllm/new\n\n{IMG}.py"
-PAREN_FILE = f"vllm/a)\n\n# [x](javascript:alert(1)/{IMG}.py"
+NEWLINE_FILE = f"vllm/new `` ` {IMG}.py"  # a name with a newline is not scanned at all (tests/test_hostile_scan.py)
+PAREN_FILE = f"vllm/a) # [x](javascript:alert(1)/{IMG}.py"
 GUARD_ID = error_id(f"guarded: `{IMG}` and `` ` ``", "vllm/hostile.py")
 CURATED = f'''
 id: {GUARD_ID}

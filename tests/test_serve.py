@@ -17,6 +17,12 @@ DCP = "d97d5d8528e2b364"
 def server(tmp_path_factory: pytest.TempPathFactory):
     site, _ = build_fixture(tmp_path_factory.mktemp("serve"))
     (site.parent / "secret.txt").write_text("SECRET-CONTENT")
+    (site.parent / "secret-dir").mkdir()
+    (site.parent / "secret-dir" / "index.html").write_text("SECRET-CONTENT")
+    (site / "out.txt").symlink_to(site.parent / "secret.txt")  # links in the site pointing out
+    (site / "static" / "out").symlink_to(site.parent / "secret-dir")
+    (site / "loop").symlink_to(site / "loop")
+    (site / "inside.css").symlink_to(site / "static" / "style.css")
     srv = make_server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv.server_address[1]
@@ -60,6 +66,86 @@ def test_missing_pages_get_the_404_page(server: int) -> None:
     assert status == 404 and b"Not found" in body and ctype.startswith("text/html")
 
 
+def test_a_404_page_pointing_out_of_the_site_is_not_served(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<!doctype html>")
+    (tmp_path / "secret.html").write_text("SECRET-CONTENT")
+    (tmp_path / "site" / "404.html").symlink_to(tmp_path / "secret.html")
+    srv = make_server(tmp_path / "site", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        status, _, body = get(srv.server_address[1], "/missing/")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert status == 404 and b"SECRET-CONTENT" not in body
+
+
 def test_not_a_site(tmp_path: Path) -> None:
     with pytest.raises(KBError, match="not a built site"):
         make_server(tmp_path, 0)
+
+
+@pytest.mark.parametrize("path, status", [
+    ("/%00", 404), ("/errors/%00/", 404), ("/%00/../secret.txt", 404), ("/api/errors/x%00.json", 404),
+    ("/out.txt", 403), ("/static/out/", 403), ("/static/out/index.html", 403), ("/static/out", 403),
+    ("/loop", 404), ("/" + "a" * 5000, 404),
+])
+def test_hostile_paths_get_a_status_not_an_empty_reply(server: int, path: str, status: int, capfd) -> None:
+    got, _, body = get(server, path)
+    assert got == status, path
+    assert b"SECRET-CONTENT" not in body
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_links_inside_the_site_are_served(server: int) -> None:
+    status, ctype, body = get(server, "/inside.css")
+    assert status == 200 and ctype == "text/css" and body
+
+
+def test_many_concurrent_clients_are_all_answered(server: int) -> None:
+    """50 clients at once, each connecting anew: none is refused or left waiting (the listen queue
+    is deep; socketserver's default of 5 drops connections, answered after SYN retries or never)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        statuses = list(pool.map(lambda _: get(server, "/")[0], range(400)))
+    assert statuses == [200] * 400
+
+
+def test_the_listen_queue_holds_many_waiting_connections(tmp_path: Path) -> None:
+    """While every thread is busy, new connections wait in the kernel's queue instead of being
+    dropped (socketserver's default queue of 5 drops the 7th: its connect never completes)."""
+    import socket
+
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    srv = make_server(tmp_path, 0)  # never accepts: as if every thread were busy
+    waiting = []
+    try:
+        for _ in range(100):  # within any kernel's cap (somaxconn is 128 or more)
+            waiting.append(socket.create_connection(srv.server_address, timeout=20))
+    finally:
+        for s in waiting:
+            s.close()
+        srv.server_close()
+    assert len(waiting) == 100
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 10**20])
+def test_a_port_out_of_range_is_a_usage_error(capsys, tmp_path: Path, port: int) -> None:
+    from kb.cli import main
+
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    assert main(["serve", str(tmp_path), "--port", str(port)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"Error: --port must be between 0 and 65535 (0: any free port), got {port}")
+
+
+def test_a_busy_port_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    srv = make_server(tmp_path, 0)
+    try:
+        with pytest.raises(KBError, match=f"cannot listen on 127.0.0.1:{srv.server_address[1]}: "):
+            make_server(tmp_path, srv.server_address[1])
+    finally:
+        srv.server_close()

@@ -33,11 +33,13 @@ class Skipped:
 
 
 @dataclass(frozen=True)
-class Failed:
-    """A check whose condition cannot be evaluated for this launch (`x // 0`, a value too large)."""
+class NotRun:
+    """A check that could not run: an input it needs is bad, or its condition fails on these
+    values (e.g. a division by zero)."""
 
     record: Record
-    message: str
+    reason: str
+    error: str = ""  # when its condition failed: the evaluator's message alone
 
 
 @dataclass(frozen=True)
@@ -47,30 +49,40 @@ class Outcome:
     predicted: tuple[Prediction, ...]  # in vLLM's order within a function (by line)
     skipped: tuple[Skipped, ...]
     launch: Launch
-    failed: tuple[Failed, ...] = ()
+    not_run: tuple[NotRun, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every input was read and every check whose inputs are known ran."""
+        return not self.launch.problems and not self.not_run
 
 
 def predict(records: Sequence[Record], launch: Launch) -> Outcome:
+    """Each check on its own: one that cannot run is reported, the others still run."""
     predicted: list[Prediction] = []
     skipped: list[Skipped] = []
-    failed: list[Failed] = []
+    not_run: list[NotRun] = []
     for r in records:
         check = r.entry.check if r.entry is not None else None
         if check is None:
+            continue
+        bad = [i for i in check.inputs if i in launch.bad]
+        if bad:
+            not_run.append(NotRun(r, "bad input " + ", ".join(bad)))
             continue
         missing = tuple(i for i in check.inputs if i not in launch.values)
         if missing:
             skipped.append(Skipped(r, missing))
             continue
         try:
-            raises = evaluate(check.raises_when, launch.values)
+            raises = bool(evaluate(check.raises_when, launch.values))
         except ExprError as e:
-            failed.append(Failed(r, e.message))
+            not_run.append(NotRun(r, f"its condition fails on these values: {e}", str(e)))
             continue
         if raises:
             predicted.append(Prediction(r, fill_message(r, check, launch.values)))
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
-    return Outcome(tuple(predicted), tuple(skipped), launch, tuple(failed))
+    return Outcome(tuple(predicted), tuple(skipped), launch, tuple(not_run))
 
 
 def bindings_of(check: Check) -> dict[str, ast.expr]:
@@ -101,8 +113,8 @@ def fill_message(r: Record, check: Check, values: Mapping[str, Any]) -> str:
     for expr in placeholders(r.template):
         try:
             node = substitute(ast.parse(expr, mode="eval").body, bindings, locals_)
-            value = evaluate(node, values)
-        except (SyntaxError, ExprError, RecursionError):
+            shown = str(evaluate(node, values))
+        except (SyntaxError, ExprError, RecursionError, ValueError):  # ValueError: an integer too long to print
             continue
-        text = text.replace("{" + expr + "}", str(value), 1)
+        text = text.replace("{" + expr + "}", shown, 1)
     return text

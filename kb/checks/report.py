@@ -21,9 +21,9 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
              "url": page_url(p.record.id, site_url)}
             for p in outcome.predicted],
         "skipped": [{"id": s.record.id, "missing": list(s.missing)} for s in outcome.skipped],
-        "failed": [{"id": f.record.id, "message": f.message} for f in outcome.failed],
         "ignoredFlags": list(outcome.launch.ignored_flags),
         "problems": list(outcome.launch.problems),
+        "notRun": [{"id": n.record.id, "reason": n.reason} for n in outcome.not_run],
         "model": outcome.launch.model,
     }
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -57,12 +57,12 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
             by_missing.setdefault(s.missing, []).append(s.record.id)
         for missing, ids in sorted(by_missing.items()):
             lines.append(f"  needs {', '.join(missing)}: {', '.join(ids)}")
-    if outcome.failed:
-        lines += ["", f"{len(outcome.failed)} check(s) could not be evaluated for this launch:"]
-        lines += [f"  {f.record.id} ({f.record.entry.path if f.record.entry else f.record.file}): {f.message}"
-                  for f in outcome.failed]
+    if outcome.not_run:
+        lines += ["", f"{len(outcome.not_run)} check(s) not run:"]
+        lines += [f"  {n.record.id}: {n.reason}" for n in outcome.not_run]
     if outcome.launch.ignored_flags:
         lines += ["", "Flags no check reads (ignored): " + " ".join(outcome.launch.ignored_flags)]
-    for problem in outcome.launch.problems:
-        lines.append(f"Warning: {problem}")
+    if outcome.launch.problems:
+        lines += ["", "Bad input (the checks that need it did not run):"]
+        lines += [f"  {problem}" for problem in outcome.launch.problems]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from kb.checks.evaluate import evaluate, substitute
 from kb.checks.launch import command_words, parse_launch
-from kb.checks.predict import Failed, bindings_of, locals_of, predict
+from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.errors import ExprError, MissingInput
 from kb.model import Check, Located, RaiseSite, Record
@@ -99,15 +99,15 @@ def verify_check(r: Record) -> list[Located]:
     return problems
 
 
-def _failed_check(failed: Failed, r: Record, side: str) -> Located:
+def _failed_check(failed: NotRun, r: Record, side: str) -> Located:
     """A check that cannot be evaluated on an example fix: located on the fix when it is the
     entry's own check, else on the other entry's condition."""
     e, other = r.entry, failed.record.entry
     assert e is not None and other is not None
     if failed.record.id == r.id:
-        return Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: raises_when fails: {failed.message}")
+        return Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: raises_when fails: {failed.error or failed.reason}")
     return Located(other.path, other.line_of("check", "raises_when"),
-                   f"raises_when fails on the example fix of {e.path}: {failed.message}")
+                   f"raises_when fails on the example fix of {e.path}: {failed.error or failed.reason}")
 
 
 def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
@@ -125,9 +125,9 @@ def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
         outcome = predict(records, launch)
-        problems += [_failed_check(f, r, side) for f in outcome.failed]
+        problems += [_failed_check(n, r, side) for n in outcome.not_run]
         ids = [p.record.id for p in outcome.predicted]
-        if side == "before" and r.id not in ids and all(f.record.id != r.id for f in outcome.failed):
+        if side == "before" and r.id not in ids and all(n.record.id != r.id for n in outcome.not_run):
             missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
             why = f" (missing inputs: {', '.join(missing)})" if missing else ""
             problems.append(Located(e.path, e.line_of("example_fix", side),

@@ -8,6 +8,8 @@ needs it is skipped unless the user gives it.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -26,49 +28,51 @@ class Input:
     type: str = "str"  # int, float, str, bool, size
     json_key: Optional[tuple[str, str]] = None  # (flag, key): also read from a JSON flag, e.g. --speculative-config
     fallback: Optional[str] = None  # another input whose value stands in when this one is absent
+    minimum: Optional[float] = None  # the smallest value that means anything (a count of GPUs, of heads)
 
 
 def _flag(name: str, doc: str, *aliases: str, default: Any = UNKNOWN, type: str = "str",
-          json_key: Optional[tuple[str, str]] = None, fallback: Optional[str] = None) -> Input:
+          json_key: Optional[tuple[str, str]] = None, fallback: Optional[str] = None,
+          minimum: Optional[float] = None) -> Input:
     return Input(name, "flag", doc, ("--" + name.replace("_", "-"), *aliases), default=default, type=type,
-                 json_key=json_key, fallback=fallback)
+                 json_key=json_key, fallback=fallback, minimum=minimum)
 
 
 def _config(name: str, doc: str, *paths: str, default: Any = UNKNOWN, type: str = "int",
-            fallback: Optional[str] = None) -> Input:
+            fallback: Optional[str] = None, minimum: Optional[float] = None) -> Input:
     return Input(name, "config", doc, paths=paths or (name, f"text_config.{name}"), default=default, type=type,
-                 fallback=fallback)
+                 fallback=fallback, minimum=minimum)
 
 
 INPUTS: dict[str, Input] = {i.name: i for i in [
     # --- vllm serve flags ------------------------------------------------------------------------
-    _flag("tensor_parallel_size", "GPUs each model replica is split across", "-tp", default=1, type="int"),
-    _flag("pipeline_parallel_size", "pipeline stages", "-pp", default=1, type="int"),
-    _flag("data_parallel_size", "model replicas (data parallel ranks)", "-dp", default=1, type="int"),
-    _flag("decode_context_parallel_size", "decode context parallel size (DCP)", "-dcp", default=1, type="int"),
-    _flag("prefill_context_parallel_size", "prefill context parallel size (PCP)", "-pcp", default=1, type="int"),
+    _flag("tensor_parallel_size", "GPUs each model replica is split across", "-tp", default=1, type="int", minimum=1),
+    _flag("pipeline_parallel_size", "pipeline stages", "-pp", default=1, type="int", minimum=1),
+    _flag("data_parallel_size", "model replicas (data parallel ranks)", "-dp", default=1, type="int", minimum=1),
+    _flag("decode_context_parallel_size", "decode context parallel size (DCP)", "-dcp", default=1, type="int", minimum=1),
+    _flag("prefill_context_parallel_size", "prefill context parallel size (PCP)", "-pcp", default=1, type="int", minimum=1),
     _flag("enable_expert_parallel", "expert parallelism for MoE layers", "-ep", default=False, type="bool"),
     _flag("enable_eplb", "expert-parallel load balancing", default=False, type="bool"),
     Input("num_redundant_experts", "flag", "redundant experts for EPLB (a key of --eplb-config)",
           ("--eplb-config.num_redundant_experts",), default=0, type="int",
-          json_key=("--eplb-config", "num_redundant_experts")),
-    _flag("nnodes", "nodes the launch spans", "-n", default=1, type="int"),
+          json_key=("--eplb-config", "num_redundant_experts"), minimum=0),
+    _flag("nnodes", "nodes the launch spans", "-n", default=1, type="int", minimum=1),
     _flag("data_parallel_backend", "data-parallel backend (mp or ray)", "-dpb", default="mp"),
     _flag("distributed_executor_backend", "executor backend (mp, ray, uni, external_launcher)", default=None),
     _flag("data_parallel_external_lb", "external load balancing across DP ranks", "-dpe", default=False, type="bool"),
-    _flag("data_parallel_rank", "this instance's DP rank (external LB)", "-dpn", default=None, type="int"),
+    _flag("data_parallel_rank", "this instance's DP rank (external LB)", "-dpn", default=None, type="int", minimum=0),
     _flag("max_model_len", "maximum context length; default: the model's max_position_embeddings (RoPE scaling "
           "and sliding windows not modelled)", type="size", fallback="max_position_embeddings"),
-    _flag("max_num_batched_tokens", "token budget per scheduler step; default depends on GPU memory", type="int"),
-    _flag("max_num_seqs", "sequences per scheduler step; default depends on GPU memory", type="int"),
+    _flag("max_num_batched_tokens", "token budget per scheduler step; default depends on GPU memory", type="int", minimum=1),
+    _flag("max_num_seqs", "sequences per scheduler step; default depends on GPU memory", type="int", minimum=1),
     _flag("enable_chunked_prefill", "chunked prefill; on for generative decoder models", default=True, type="bool"),
     _flag("dtype", "model weight and activation dtype", default="auto"),
     _flag("quantization", "quantization method; default: the checkpoint's", "-q", default=None),
     _flag("allow_deprecated_quantization", "allow deprecated quantization methods", default=False, type="bool"),
     _flag("enable_lora", "serve LoRA adapters", default=False, type="bool"),
-    _flag("max_loras", "LoRA adapters in one batch", default=1, type="int"),
+    _flag("max_loras", "LoRA adapters in one batch", default=1, type="int", minimum=1),
     _flag("max_cpu_loras", "LoRA adapters kept in CPU memory; default max_loras", default=None, type="int"),
-    _flag("max_lora_rank", "largest LoRA rank served", default=16, type="int"),
+    _flag("max_lora_rank", "largest LoRA rank served", default=16, type="int", minimum=1),
     _flag("moe_backend", "MoE kernel backend", default="auto"),
     _flag("spec_method", "speculative decoding method (or `method` of --speculative-config)", default=None,
           json_key=("--speculative-config", "method")),
@@ -83,17 +87,17 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
     _flag("mm_encoder_fp8_scale_save_path", "where to save calibrated FP8 encoder scales", default=None),
     _flag("gpu_memory_utilization", "share of GPU memory vLLM may use", default=0.92, type="float"),
     # --- config.json keys ------------------------------------------------------------------------
-    _config("num_attention_heads", "attention (query) heads"),
+    _config("num_attention_heads", "attention (query) heads", minimum=1),
     _config("num_key_value_heads", "KV heads; absent means one per attention head (MHA)", "num_key_value_heads",
             "n_head_kv", "num_kv_heads", "multi_query_group_num", "num_attention_groups",
-            "text_config.num_key_value_heads", fallback="num_attention_heads"),
-    _config("kv_lora_rank", "MLA latent rank (DeepSeek-style models); 0 when absent", default=0),
+            "text_config.num_key_value_heads", fallback="num_attention_heads", minimum=1),
+    _config("kv_lora_rank", "MLA latent rank (DeepSeek-style models); 0 when absent", default=0, minimum=0),
     _config("num_experts", "routed experts of a MoE model; 0 when absent", "num_experts", "moe_num_experts",
-            "n_routed_experts", "num_local_experts", "text_config.num_experts", default=0),
-    _config("max_position_embeddings", "the model's context length"),
-    _config("intermediate_size", "MLP width"),
-    _config("hidden_size", "hidden width"),
-    _config("num_hidden_layers", "layers"),
+            "n_routed_experts", "num_local_experts", "text_config.num_experts", default=0, minimum=0),
+    _config("max_position_embeddings", "the model's context length", minimum=1),
+    _config("intermediate_size", "MLP width", minimum=1),
+    _config("hidden_size", "hidden width", minimum=1),
+    _config("num_hidden_layers", "layers", minimum=1),
     _config("model_type", "the model type", "model_type", type="str"),
     _config("quant_method", "the checkpoint's quantization method; None when not quantized",
             "quantization_config.quant_method", "compression_config.quant_method",
@@ -102,17 +106,67 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
             "quantization_config.q_group_size", "quantization_config.global_quant_config.weight.group_size",
             default=None),
     # --- hardware --------------------------------------------------------------------------------
-    Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int"),
+    Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int", minimum=0),
     Input("compute_capability", "hardware", "the GPU's CUDA compute capability, e.g. 8.0", ("--compute-capability",),
-          type="float"),
-    Input("gpu_memory_gib", "hardware", "memory of one GPU in GiB", ("--gpu-memory-gib",), type="float"),
+          type="float", minimum=0),
+    Input("gpu_memory_gib", "hardware", "memory of one GPU in GiB", ("--gpu-memory-gib",), type="float", minimum=0),
 ]}
 
 
 def parse_value(inp: Input, text: str) -> Any:
-    """A flag's text as the type vLLM parses it to."""
+    """A flag's text as the type vLLM parses it to, checked as `checked_value` does; ValueError
+    says what is wrong."""
     parsers: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _bool, "size": _size}
-    return parsers[inp.type](text)
+    try:
+        value = parsers[inp.type](text)
+    except (ValueError, OverflowError):
+        raise ValueError(f"cannot read {text!r} as {_TYPE_NAMES[inp.type]}") from None
+    return checked_value(inp, value)
+
+
+_TYPE_NAMES = {"int": "an integer", "size": "an integer", "float": "a number", "str": "a string", "bool": "a boolean"}
+
+
+def checked_value(inp: Input, value: Any) -> Any:
+    """`value` (from config.json, a JSON flag or the hardware options) when it has the input's
+    type, is finite and is not below its minimum; else ValueError saying what is wrong. None
+    stands for "not set" and passes."""
+    if value is None:
+        return value
+    if inp.type in ("int", "size"):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif inp.type == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif inp.type == "bool":
+        ok = isinstance(value, bool)
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        wanted = "a finite number" if isinstance(value, float) and inp.type == "float" else _TYPE_NAMES[inp.type]
+        raise ValueError(f"expected {wanted}, got {_shown(value)}")
+    if inp.minimum is not None and value < inp.minimum:
+        raise ValueError(f"must be at least {inp.minimum:g}, got {_shown(value)}")
+    if isinstance(value, (int, float)) and abs(value) > MAX_NUMBER:
+        raise ValueError(f"out of range (more than 2**63), got {_shown(value)}")
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise ValueError(f"longer than {MAX_TEXT} characters, got {_shown(value)}")
+    return value
+
+
+MAX_NUMBER = 2**63  # no count or size of a launch comes near; beyond it arithmetic only costs time
+MAX_TEXT = 10_000  # a dtype, a method name, a file path
+
+
+def _shown(value: Any) -> str:
+    """A value as the message quotes it, cut short: it may come from a hostile file."""
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_NUMBER:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = json.dumps(value[:100] if isinstance(value, str) else value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _bool(text: str) -> bool:
@@ -143,7 +197,9 @@ def flag_index() -> dict[str, Input]:
     return out
 
 
-def config_value(inp: Input, config: dict[str, Any]) -> Any:
+def config_value(inp: Input, config: dict[str, Any]) -> tuple[str, Any]:
+    """The first of the input's key paths present (and not null) in config.json, and its value;
+    UNKNOWN when none is."""
     for path in inp.paths:
         node: Any = config
         for part in path.split("."):
@@ -152,5 +208,5 @@ def config_value(inp: Input, config: dict[str, Any]) -> Any:
                 break
             node = node[part]
         if node is not UNKNOWN and node is not None:
-            return node
-    return UNKNOWN
+            return path, node
+    return "", UNKNOWN

@@ -68,8 +68,15 @@ def match_index(records: Sequence[Record], release: str | None,
         if r.id in raised:
             entry["releases"] = [raised[r.id].first, raised[r.id].last]
         entries.append(entry | _text(r.template))
-        for part in dict.fromkeys(p for s in r.sites for p in s.fact.parts):  # `" ".join(errors)`: each on its own
-            entries.append(entry | _text(part) | {"part": True})
+        # A part of the message (`" ".join(errors)`, or built by a function or the exception class),
+        # each on its own, with the class and line of the raise it belongs to: raises without a
+        # message of their own share one id in a file, whatever their class.
+        seen: set[tuple[str, str]] = set()
+        for s in r.sites:
+            for part in s.fact.parts:
+                if (part, s.exception_class) not in seen:
+                    seen.add((part, s.exception_class))
+                    entries.append(entry | {"cls": s.exception_class, "line": s.line} | _text(part) | {"part": True})
     current = {r.id: r for r in records if r.removed_since is None}
     for w in wordings:
         if w.id in current:
@@ -95,6 +102,45 @@ def _curated(r: Record) -> dict[str, Any]:
         return {}
     return {"meaning": normalize(e.meaning)[:400], "solution": e.solutions[0] if e.solutions else "",
             "text": normalize(" ".join([e.meaning, *e.solutions])).lower()}
+
+
+# The fields of an index entry and their JSON types: what the matcher and its output read.
+_REQUIRED: dict[str, tuple[type, ...]] = {
+    "id": (str,), "title": (str,), "cls": (str,), "file": (str,), "line": (int,), "func": (str,),
+    "curated": (bool,), "parts": (list,), "names": (list,), "literal": (int,), "matchable": (bool,)}
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "meaning": (str,), "solution": (str,), "text": (str,), "releases": (list,), "older": (bool,), "part": (bool,),
+    "current": (str, type(None)), "currentTemplate": (str, type(None)), "endedIn": (str, type(None)),
+    "page": (str, type(None))}
+
+
+def index_problem(index: object) -> str | None:
+    """What is wrong with a match index read from a file (a hand-made --index, a truncated or
+    edited cache), or None: the matcher then reads every field it needs with the right type."""
+    if not isinstance(index, dict):
+        return "a JSON object is expected"
+    if index.get("format") != MATCH_FORMAT:
+        return f"its format is {str(index.get('format'))[:40]!r}, not {MATCH_FORMAT!r}"
+    entries = index.get("entries")
+    if not isinstance(entries, list):
+        return "'entries' must be a list"
+    for n, e in enumerate(entries):
+        if not isinstance(e, dict):
+            return f"entry {n}: a JSON object is expected"
+        for key, types in _REQUIRED.items():
+            if not isinstance(e.get(key), types) or (types == (int,) and isinstance(e[key], bool)):
+                return f"entry {n}: {key!r} is missing or not {types[0].__name__}"
+        for key, types in _OPTIONAL.items():
+            if key in e and not isinstance(e[key], types):
+                return f"entry {n}: {key!r} is not {types[0].__name__}"
+        parts, names = e["parts"], e["names"]
+        if not parts or not all(isinstance(p, str) for p in parts) or not all(isinstance(v, str) for v in names):
+            return f"entry {n}: 'parts' and 'names' must be lists of strings, 'parts' not empty"
+        if "releases" in e and (len(e["releases"]) != 2 or not all(isinstance(r, str) for r in e["releases"])):
+            return f"entry {n}: 'releases' must be [first, last]"
+        if e.get("older") and not isinstance(e.get("releases"), list):
+            return f"entry {n}: older wording without 'releases'"
+    return None
 
 
 def match_index_json(records: Sequence[Record], release: str | None, wordings: Sequence[Wording] = ()) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import KBError
-from kb.explain.index import MATCH_FORMAT, normalize
+from kb.explain.index import MATCH_FORMAT, index_problem, normalize
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -714,15 +714,28 @@ def _with_closest(f: Found, matcher: Matcher) -> Found:
     return replace(f, closest=near[0]) if near else f
 
 
+MAX_INDEX_BYTES = 512 * 1024 * 1024  # the index of every published release is a few tens of MB
+
+
 def load_index(path: Path) -> dict[str, Any]:
+    """A match index file, checked field by field: a file of the wrong shape is a located
+    error, never a KeyError in the matcher."""
     try:
+        if path.exists() and not path.is_file():
+            raise KBError("not a match index: not a regular file", str(path))
+        if path.is_file() and path.stat().st_size > MAX_INDEX_BYTES:
+            raise KBError(f"not a match index: larger than {MAX_INDEX_BYTES // 2**20} MB", str(path))
         index = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise KBError("no match index there (build the site first, or leave out --site/--index)", str(path)) from None
+    except RecursionError:
+        raise KBError("not a readable match index: nested too deeply", str(path)) from None
     except (OSError, ValueError) as e:
         raise KBError(f"not a readable match index: {e}", str(path)) from None
-    if not isinstance(index, dict):
-        raise KBError("not a match index: a JSON object is expected", str(path))
+    problem = index_problem(index)
+    if problem is not None:
+        raise KBError(f"not a match index: {problem}", str(path))
+    assert isinstance(index, dict)
     return index
 
 

@@ -13,12 +13,12 @@ import bisect
 import builtins
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from kb.model import ClassFact, Context, FileFacts, LocalDef, RaiseFact
+from kb.model import Builder, ClassFact, Context, FileFacts, LocalDef, RaiseFact
 from kb.scan.messages import template_of
 from kb.scan.unparse import unparse
 
@@ -170,7 +170,8 @@ class _Walker:
         _collect_assignments(self.module.body, self.module_scope)
         self.module_scope.collected = True
         self.block(self.module.body)
-        return FileFacts(tuple(self.classes), tuple(self.raises), None, tuple(self.skipped))
+        return FileFacts(tuple(self.classes), tuple(self.raises), None, tuple(self.skipped),
+                         builders(self.module, self.module_scope))
 
     # --- statements -------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -293,6 +294,7 @@ class _Walker:
             message = next((k.value for k in exc.keywords if k.arg in ("msg", "message")), None)
         template = template_of(message, resolve)
         parts = _joined_parts(message, scope, resolve, node.lineno)
+        builder = (_last_name(message.func) or "") if isinstance(message, ast.Call) else ""
         for text in (template.text, *parts):
             short(text)
         function = self.functions[-1] if self.functions else None
@@ -315,6 +317,7 @@ class _Walker:
                 pydantic_class=pydantic_class,
                 validation=_validation(function, decorators, pydantic_class),
                 parts=parts,
+                builder=builder,
             )
         )
 
@@ -546,3 +549,139 @@ def _read_names(nodes: list[ast.expr]) -> list[str]:
             if isinstance(n, ast.Name) and n.id not in _BUILTIN_NAMES and n.id not in seen:
                 seen.append(n.id)
     return seen
+
+
+# --- messages built away from the raise ----------------------------------------------------------
+_BUILDER_LITERAL = 12  # literal characters a built message needs to be worth matching on its own
+_WORDY = re.compile(r"[A-Za-z]{3}")
+
+
+def builders(module: ast.Module, module_scope: _Scope) -> tuple[Builder, ...]:
+    """Functions of the file that return a message (`def _make_log_unsupported(backend, reason):
+    return f"... {reason}."`) and exception classes whose `__init__` passes one to
+    `super().__init__` (`EngineDeadError`: `self.ENGINE_DEAD_MESSAGE`). A raise that calls such a
+    function, or raises such a class, gets their templates as parts its message can be matched
+    by. A definition too deep or too long to read is left out."""
+    out: list[Builder] = []
+    for node in ast.walk(module):
+        try:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "__init__":
+                templates = _returned_templates(node, module_scope)
+                if templates:
+                    out.append(Builder(node.name, node.lineno, "function", templates))
+            elif isinstance(node, ast.ClassDef):
+                found = _exception_builder(node, module_scope)
+                if found is not None:
+                    out.append(found)
+        except (Unscannable, RecursionError):
+            continue
+    return tuple(out)
+
+
+def _worth(text: str) -> bool:
+    literal = re.sub(r"\{[^{}]*\}", "", text)
+    return len(literal.strip()) >= _BUILDER_LITERAL and bool(_WORDY.search(literal))
+
+
+def _own_nodes(fn: _FuncNode) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions, classes or lambdas inside it."""
+    inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    stack: list[ast.AST] = [s for s in reversed(fn.body) if not isinstance(s, inner)]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed([c for c in ast.iter_child_nodes(n) if not isinstance(c, inner)]))
+
+
+def _function_scope(fn: _FuncNode) -> _Scope:
+    scope = _Scope(fn)
+    _collect_assignments(fn.body, scope)
+    scope.collected = True
+    return scope
+
+
+def _returned_templates(fn: _FuncNode, module_scope: _Scope) -> tuple[str, ...]:
+    returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
+               and (_is_text(n.value) or isinstance(n.value, ast.Name))]
+    if not returns:
+        return ()
+    scope = _function_scope(fn)
+    out = []
+    for r in returns:
+        assert r.value is not None
+        text = short(template_of(bounded(r.value), _Resolver(scope, module_scope, r.lineno)).text)
+        if _worth(text):
+            out.append(text)
+    return tuple(dict.fromkeys(out))
+
+
+class _ClassConstants(ast.NodeTransformer):
+    """`self.NAME` (or `cls.NAME`) -> the text constant the class body assigns to NAME."""
+
+    def __init__(self, constants: dict[str, ast.expr]) -> None:
+        self.constants = constants
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and node.attr in self.constants:
+            return copy.deepcopy(self.constants[node.attr])
+        return self.generic_visit(node)
+
+
+def _super_init_message(call: ast.Call) -> Optional[ast.expr]:
+    """The message of `super().__init__(msg, ...)` or `Base.__init__(self, msg, ...)`."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "__init__"):
+        return None
+    if isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name) and f.value.func.id == "super":
+        return call.args[0] if call.args else None
+    if isinstance(f.value, (ast.Name, ast.Attribute)) and len(call.args) >= 2:
+        return call.args[1]
+    return None
+
+
+def _with_defaults(resolve: _Resolver, defaults: dict[str, ast.expr]) -> Callable[[str], Optional[ast.expr]]:
+    """A parameter left out takes its default (when that is text)."""
+
+    def look(name: str) -> Optional[ast.expr]:
+        if name in defaults:
+            return defaults[name] if _is_text(defaults[name]) else None
+        return resolve(name)
+
+    return look
+
+
+def _exception_builder(cls: ast.ClassDef, module_scope: _Scope) -> Optional[Builder]:
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is None:
+        return None
+    constants: dict[str, ast.expr] = {}
+    for s in cls.body:
+        if isinstance(s, ast.Assign) and _is_text(s.value):
+            constants.update((t.id, s.value) for t in s.targets if isinstance(t, ast.Name))
+        elif isinstance(s, ast.AnnAssign) and s.value is not None and _is_text(s.value) \
+                and isinstance(s.target, ast.Name):
+            constants[s.target.id] = s.value
+    a = init.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: dict[str, ast.expr] = {p.arg: d for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+    defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    scope = _function_scope(init)
+    templates: list[str] = []
+    bare: list[str] = []
+    for n in _own_nodes(init):
+        if not isinstance(n, ast.Call):
+            continue
+        message = _super_init_message(n)
+        if message is None:
+            continue
+        message = bounded(_ClassConstants(constants).visit(copy.deepcopy(message)))
+        resolve = _Resolver(scope, module_scope, n.lineno)
+        with_args = short(template_of(message, resolve).text)
+        without = short(template_of(message, _with_defaults(resolve, defaults)).text)
+        if _worth(with_args):
+            templates.append(with_args)
+        if _worth(without):
+            bare.append(without)
+    if not templates and not bare:
+        return None
+    return Builder(cls.name, cls.lineno, "exception", tuple(dict.fromkeys(templates)), tuple(dict.fromkeys(bare)))

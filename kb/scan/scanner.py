@@ -14,16 +14,18 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from typing import Optional
 
 from kb.errors import ScanError
-from kb.model import ClassFact, Excerpt, FileFacts, Located, RaiseSite, ScanResult
+from kb.model import Builder, ClassFact, Excerpt, FileFacts, Located, RaiseFact, RaiseSite, ScanResult
 from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
 from kb.scan.ids import ID_SCHEME, error_id
 from kb.scan.source import Tree
+from kb.workers import worker_pool
 
 EXCERPT_RADIUS = 18
 ALL = "all"
@@ -64,6 +66,7 @@ def scan(
         what = f"{unparsed} file(s) could not be parsed" if unparsed == len(warnings) else f"{len(warnings)} scan warning(s)"
         raise ScanError(f"{what} (--strict); first: {warnings[0]}")
     chosen = resolve_exceptions(exceptions, (c for f in facts for c in f.classes))
+    built = _Builders(paths, facts)
     sites: list[RaiseSite] = []
     file_keys: dict[str, str] = {}
     for path, f, key in zip(paths, facts, keys):
@@ -75,7 +78,7 @@ def scan(
         quotes = _QuoteCounter(lines)
         for r in sorted(matching, key=lambda r: r.line):
             e = excerpt(lines, r.line)
-            sites.append(RaiseSite(error_id(r.template, path), path, r, r.exception_name,
+            sites.append(RaiseSite(error_id(r.template, path), path, built.parts_of(r, path), r.exception_name,
                               Excerpt(e.start, e.lines, quotes.open_before(e.start))))
     size = tree.size if tree.size is not None else (lambda p: len(read(p)))
     return ScanResult(
@@ -89,6 +92,55 @@ def scan(
         warnings=warnings,
         file_keys=file_keys,
     )
+
+
+class _Builders:
+    """The message builders of the whole tree (kb.scan.extract.builders), by name: one in the
+    raise's own file first, else the only one of that name in the tree. An exception class
+    without one of its own takes its nearest base's."""
+
+    def __init__(self, paths: Sequence[str], facts: Sequence[FileFacts]) -> None:
+        self.by_name: dict[tuple[str, str], list[tuple[str, Builder]]] = {}
+        self.bases: dict[str, set[str]] = {}
+        for path, f in zip(paths, facts):
+            for b in f.builders:
+                self.by_name.setdefault((b.kind, b.name), []).append((path, b))
+            for c in f.classes:
+                self.bases.setdefault(c.name, set()).update(c.bases)
+
+    def find(self, kind: str, name: str, path: str) -> Optional[Builder]:
+        found = self.by_name.get((kind, name), [])
+        here = [b for p, b in found if p == path]
+        if here:
+            return here[0]
+        return found[0][1] if len(found) == 1 else None
+
+    def exception(self, name: str, path: str) -> Optional[Builder]:
+        seen: set[str] = set()
+        todo = [name]
+        while todo and len(seen) < 20:  # nearest base first
+            current = todo.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            b = self.find("exception", current, path)
+            if b is not None:
+                return b
+            todo += sorted(self.bases.get(current, ()))
+        return None
+
+    def parts_of(self, r: RaiseFact, path: str) -> RaiseFact:
+        """The raise with the templates of its builders added to its parts."""
+        extra: list[str] = []
+        if r.builder:
+            b = self.find("function", r.builder, path)
+            if b is not None:
+                extra += b.templates
+        b = self.exception(r.exception_name, path)
+        if b is not None:
+            extra += b.bare if r.message_kind == "none" else b.templates
+        extra = [t for t in dict.fromkeys(extra) if t != r.template and t not in r.parts]
+        return replace(r, parts=r.parts + tuple(extra)) if extra else r
 
 
 def resolve_exceptions(roots: Sequence[str], classes: Iterable[ClassFact]) -> Optional[set[str]]:
@@ -247,7 +299,7 @@ def _extract_missing(missing: dict[str, bytes], per_key: Counter[str], jobs: Opt
         chunks = _chunks(order, missing, workers * 8)
         with ExitStack() as stack:
             if pool is None:
-                pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+                pool = stack.enter_context(worker_pool(workers))
             for chunk, results in zip(chunks, pool.map(_extract_many, ([missing[k] for k in c] for c in chunks))):
                 fresh.update(zip(chunk, results))
                 done += sum(per_key[k] for k in chunk)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
+from kb.errors import KBError
 from kb.files import compact_json
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
@@ -37,6 +38,7 @@ from kb.site.render import (
     templates_digest,
 )
 from kb.site.views import Summary, error_view, summary
+from kb.workers import worker_pool
 
 PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
 FILES_PAGE_SIZE = 200
@@ -72,17 +74,31 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else ())
-    out = Output(options.output)
+    try:
+        out = Output(options.output)
+    except OSError as e:
+        raise _write_error(e, options.output) from None
     try:
         report = _write_all(scan, list(records), info, out, options, progress, wordings)
         if history is not None:
             for path, text in release_pages(history, records, info):
                 out.write(path, text)
         out.commit()
+    except OSError as e:  # a read-only folder, an immutable site, a full disk: the old site stays
+        out.abort()
+        raise _write_error(e, options.output) from None
     except BaseException:
         out.abort()
         raise
     return report
+
+
+def _write_error(e: OSError, output: Path) -> KBError:
+    """One located line for a failure to write the site, at the file it concerns; a file of the
+    temporary folder beside the site is reported as the site."""
+    temporary = e.filename and any(part.startswith(f".{output.name}.") for part in Path(str(e.filename)).parts)
+    return KBError(f"cannot write the site: {e.strerror or e}", str(e.filename) if e.filename and not temporary
+                   else str(output))
 
 
 def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
@@ -195,7 +211,7 @@ class _Renderer:
 
     def __enter__(self) -> _Renderer:
         if self.workers > 1 and len(self.groups) >= 4:
-            self.pool = ProcessPoolExecutor(max_workers=self.workers)
+            self.pool = worker_pool(self.workers)
             self.futures = [self.pool.submit(_render_batch, b, self.info)
                             for b in _batches(self.groups, self.workers * 6)]
         return self

@@ -7,31 +7,40 @@ Paths are plain strings here: this runs for tens of thousands of files.
 
 from __future__ import annotations
 
+import errno
+import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
 MANIFEST = ".kb-build.json"
+OWNER = ".kb-owner"  # in a temporary folder: the process that made it, so a later build knows it is stale
+UNOWNED_AGE = 3600.0  # seconds after which a temporary folder without an owner (older kb) counts as stale
 
 
 class Output:
+    """Raises OSError (with the file name) when the folder cannot be made or written; the
+    previous site is left as it was."""
+
     def __init__(self, target: Path) -> None:
         self.target = target
         self.old_root = str(target)
+        if os.path.lexists(target) and not target.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder: kb replaces only a site folder", str(target))
+        if target.is_dir() and not (target / MANIFEST).is_file() and any(target.iterdir()):
+            raise FileExistsError(errno.EEXIST, f"not a site built by kb (no {MANIFEST}): kb replaces only its own "
+                                                "site folder", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+        remove_stale(target)
+        self.tmp = _owned_folder(target, "building")
         self.root = str(self.tmp)
-        self.old: dict[str, str] = {}
-        if (target / MANIFEST).is_file():
-            try:
-                self.old = json.loads((target / MANIFEST).read_text(encoding="utf-8"))["keys"]
-            except (OSError, ValueError, KeyError, TypeError):
-                self.old = {}
+        self.old: dict[str, str] = _old_keys(target / MANIFEST)
         self.keys: dict[str, str] = {}
         self.dirs: set[str] = {self.root}
         self.written = 0
@@ -85,20 +94,98 @@ class Output:
             self.dirs.add(folder)
 
     def commit(self) -> None:
+        """The new site in place of the old one, or (on any error) the old one as it was."""
+        os.unlink(os.path.join(self.root, OWNER))
         with open(os.path.join(self.root, MANIFEST), "w", encoding="utf-8") as f:
             f.write(json.dumps({"format": "kb-build/1", "keys": dict(sorted(self.keys.items()))}, indent=0,
                                sort_keys=True) + "\n")
         os.chmod(self.tmp, 0o755)
         old = None
-        if self.target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))
-            os.replace(self.target, old / "site")
-        os.replace(self.tmp, self.target)
+        if os.path.lexists(self.target):
+            old = _owned_folder(self.target, "old")
+            try:
+                os.replace(self.target, old / "site")
+            except OSError:
+                shutil.rmtree(old, ignore_errors=True)
+                raise
+        try:
+            os.replace(self.tmp, self.target)
+        except OSError:
+            if old is not None:  # put the old site back
+                os.replace(old / "site", self.target)
+                shutil.rmtree(old, ignore_errors=True)
+            raise
         if old is not None:
             _remove_later(old)
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _old_keys(manifest: Path) -> dict[str, str]:
+    """The previous build's key per file; nothing when the manifest is missing or damaged."""
+    try:
+        keys = json.loads(manifest.read_text(encoding="utf-8"))["keys"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return {}
+    if not isinstance(keys, dict):
+        return {}
+    return {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _process_start(pid: int) -> str:
+    """When process `pid` started (clock ticks since boot, from /proc), so that a reused pid is
+    not taken for the build that wrote it; empty where /proc is not there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _owned_folder(target: Path, kind: str) -> Path:
+    """A new temporary folder `.NAME.<kind>-XXXX` beside the target, marked as this process's."""
+    folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.{kind}-", dir=target.parent))
+    pid = os.getpid()
+    (folder / OWNER).write_text(f"{pid} {_process_start(pid)}\n", encoding="utf-8")
+    return folder
+
+
+def _alive(owner: Path) -> bool:
+    try:
+        pid_text, _, start = owner.read_text(encoding="utf-8").strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    return not start or _process_start(pid) in ("", start)
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporary folders beside `target` left by builds that died (killed, power
+    lost): `.NAME.building-*` and `.NAME.old-*` whose owner process is gone. Those without an
+    owner file (made by an older kb) count as stale after an hour."""
+    removed = []
+    for kind in ("building", "old"):
+        for folder in target.parent.glob(f".{glob.escape(target.name)}.{kind}-*"):
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            owner = folder / OWNER
+            try:
+                if _alive(owner) if owner.is_file() else time.time() - folder.stat().st_mtime < UNOWNED_AGE:
+                    continue
+            except OSError:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _remove_later(folder: Path) -> None:

@@ -6,52 +6,75 @@ import http.server
 import io
 import os
 import posixpath
+import socket
+import sys
 import urllib.parse
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Optional
 
-from kb.errors import KBError
+from kb.errors import KBError, UsageError
 
 _TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
           ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
           ".html": "text/html; charset=utf-8", ".xml": "application/xml", ".txt": "text/plain; charset=utf-8"}
+REQUEST_QUEUE = 1024  # connections the kernel holds while every thread is busy (socketserver's default is 5)
+IDLE_TIMEOUT = 30.0  # seconds a connection may sit silent: a client that never finishes its request is dropped
 
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     """Static files of one folder. `/api/...` paths without an extension are JSON; paths
-    that leave the folder (`..`, encoded or not, or links pointing out) are refused."""
+    that leave the folder (`..`, encoded or not, or links pointing out) are refused (403), a
+    path no file can have (a NUL byte) is not found (404)."""
+
+    timeout = IDLE_TIMEOUT
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.extensions_map = _TYPES
         super().__init__(*args, **kwargs)
 
-    def translate_path(self, path: str) -> str:
-        path = urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0])
+    def _root(self) -> Path:
+        return Path(self.directory).resolve()
+
+    def _resolve(self, path: str) -> Optional[Path]:
+        """The file a request path names, resolved; None when it leaves the site."""
         parts = [p for p in posixpath.normpath(path).split("/") if p and p not in (".", "..")]
-        root = Path(self.directory).resolve()
+        root = self._root()
         full = root.joinpath(*parts).resolve() if parts else root
-        if full != root and root not in full.parents:
-            return str(root / "\0refused")  # never opened: does not exist
-        return str(full)
+        return full if full == root or root in full.parents else None
+
+    def translate_path(self, path: str) -> str:
+        full = self._resolve(urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0]))
+        return str(full if full is not None else self._root() / "refused")  # never reached: send_head refuses first
 
     def send_head(self) -> io.BytesIO | BinaryIO | None:
-        raw = urllib.parse.unquote(self.path.split("?", 1)[0])
-        if ".." in raw.split("/"):
+        raw = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0])
+        if "\0" in raw:
+            self.send_error(404, "File not found")
+            return None
+        try:
+            inside = ".." not in raw.split("/") and self._resolve(raw) is not None
+        except (OSError, RuntimeError):  # a link loop, a name too long
+            self.send_error(404, "File not found")
+            return None
+        if not inside:
             self.send_error(403, "Path outside the site")
             return None
         return super().send_head()
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
-        rel = Path(path).resolve().relative_to(Path(self.directory).resolve()).as_posix() \
-            if Path(path).resolve().is_relative_to(Path(self.directory).resolve()) else ""
+        full = Path(path)
+        rel = full.relative_to(self._root()).as_posix() if full.is_relative_to(self._root()) else ""
         if rel.startswith("api/") and "." not in rel.rsplit("/", 1)[-1]:
             return "application/json"
         return super().guess_type(path)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        page = Path(self.directory) / "404.html"
-        if code == 404 and page.is_file():
+        try:
+            page = self._resolve("/404.html")  # None when it is a link pointing out of the site
+        except (OSError, RuntimeError):
+            page = None
+        if code == 404 and page is not None and page.is_file():
             body = page.read_bytes()
             self.send_response(404)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -67,11 +90,27 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(folder: Path, port: int = 8000, host: str = "127.0.0.1") -> http.server.ThreadingHTTPServer:
+class SiteServer(http.server.ThreadingHTTPServer):
+    """One thread per connection, a deep listen queue, and one line (never a traceback) for a
+    request that fails; a client that goes away is not an error."""
+
+    request_queue_size = REQUEST_QUEUE
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, socket.timeout)):
+            return
+        print(f"Error: request from {client_address[0]} failed: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def make_server(folder: Path, port: int = 8000, host: str = "127.0.0.1") -> SiteServer:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535 (0: any free port), got {port}")
     if not (folder / "index.html").is_file():
         raise KBError("not a built site (no index.html); run `kb build` first", str(folder))
     handler = partial(SiteHandler, directory=str(folder.resolve()))
     try:
-        return http.server.ThreadingHTTPServer((host, port), handler)
+        return SiteServer((host, port), handler)
     except OSError as e:
-        raise KBError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+        raise KBError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
