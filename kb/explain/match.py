@@ -84,12 +84,13 @@ class Explanation:
 class _Compiled:
     """One template with the words the candidate search uses."""
 
-    __slots__ = ("anchors", "entry", "longest", "words")
+    __slots__ = ("anchors", "entry", "longest", "longest_folded", "words")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.entry = entry
         longest = max(entry["parts"], key=len)
         self.longest = longest[:-1] if longest.endswith(".") else longest  # a paste may lack the final period
+        self.longest_folded = self.longest.lower()
         self.words = set(_WORD.findall(" ".join(entry["parts"])))
         self.anchors = _anchor_words(entry["parts"])
 
@@ -102,6 +103,7 @@ class Matcher:
     compiled: list[_Compiled] = field(default_factory=list)
     by_word: dict[str, list[_Compiled]] = field(default_factory=dict)
     word_sets: list[tuple[set[str], _Compiled]] = field(default_factory=list)
+    by_folded_word: dict[str, list[_Compiled]] = field(default_factory=dict)  # the same, in lower case
 
     def __post_init__(self) -> None:
         if self.index.get("format") != MATCH_FORMAT:
@@ -117,16 +119,21 @@ class Matcher:
             if c.anchors:
                 rare = min(c.anchors, key=lambda w: (frequency[w], -len(w), w))
                 self.by_word.setdefault(rare, []).append(c)
+                self.by_folded_word.setdefault(rare.lower(), []).append(c)
             else:
                 self.by_word.setdefault("", []).append(c)  # no word: tried on every message
+                self.by_folded_word.setdefault("", []).append(c)
             self.word_sets.append(({w.lower() for w in c.words}, c))
 
-    def candidates(self, text: str) -> list[_Compiled]:
+    def candidates(self, text: str, fold: bool = False) -> list[_Compiled]:
+        """The templates whose rarest whole word the text holds (in lower case with `fold`, for a
+        lower-cased text) and whose longest literal part it contains."""
         seen: dict[int, _Compiled] = {}
+        index = self.by_folded_word if fold else self.by_word
         for w in set(_WORD.findall(text)) | {""}:
-            for c in self.by_word.get(w, ()):
+            for c in index.get(w, ()):
                 seen[id(c)] = c
-        return [c for c in seen.values() if c.longest in text]
+        return [c for c in seen.values() if (c.longest_folded if fold else c.longest) in text]
 
     def match(self, logged: str, clues: Clues = NO_CLUES) -> list[Match]:
         """Every template found in one normalised log message, most specific first (`clues`: the
@@ -134,7 +141,7 @@ class Matcher:
         lower case (some tools and people lower-case what they copy) is compared without case."""
         found = self._match(logged, clues, self.candidates(logged), fold=False)
         if not found and logged.isascii() and logged == logged.lower() and logged != logged.upper():
-            found = self._match(logged, clues, [c for c in self.compiled if c.longest.lower() in logged], fold=True)
+            found = self._match(logged, clues, self.candidates(logged, fold=True), fold=True)
         return found
 
     def _match(self, logged: str, clues: Clues, candidates: list[_Compiled], fold: bool) -> list[Match]:
