@@ -26,6 +26,9 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ref", help="with --git: the tag, branch or commit to scan")
     g.add_argument("--include-vendored", action="store_true",
                    help="also scan vllm/third_party/ and vllm/vllm_flash_attn/ (excluded by default)")
+    g.add_argument("--keep-wheel", action="store_true",
+                   help="keep the whole downloaded wheel in the cache (by default only its Python files and "
+                        "metadata are kept, about 4%% of it)")
 
 
 def _errors_option(p: argparse.ArgumentParser) -> None:
@@ -42,7 +45,8 @@ def _release_options(p: argparse.ArgumentParser) -> None:
 def _spec(args: argparse.Namespace) -> SourceSpec:
     from kb.jobs import source_spec
 
-    return source_spec(args.source, args.git, args.ref, args.vllm_version, args.wheel, args.include_vendored)
+    return source_spec(args.source, args.git, args.ref, args.vllm_version, args.wheel, args.include_vendored,
+                       args.keep_wheel)
 
 
 def _progress(quiet: bool) -> Optional[Callable[[str, int, int], None]]:
@@ -105,7 +109,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     options = BuildOptions(Path(args.output), site_url=args.site_url, report_repo=args.report_repo, jobs=args.jobs)
     specs = release_specs(args.source, args.git, args.ref, args.vllm_version, args.wheel, args.include_vendored,
-                          args.releases, args.refs)
+                          args.releases, args.refs, args.keep_wheel)
     report = build_releases(specs, options, jobs=args.jobs, use_cache=not args.no_cache,
                             progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
                             warn=_warn)

@@ -40,7 +40,7 @@ PageProgress = Callable[[str, int, int], None]
 # --- where the tree comes from: validated here for the CLI and the MkDocs plugin alike ---------
 def source_spec(source: Optional[str] = None, git: Optional[str] = None, ref: Optional[str] = None,
                 vllm_version: Optional[str] = None, wheel: Optional[str] = None,
-                include_vendored: bool = False) -> SourceSpec:
+                include_vendored: bool = False, keep_wheel: bool = False) -> SourceSpec:
     """One tree: a folder, a git ref, a release or a wheel (the pinned release by default)."""
     given = [name for name, value in (("--source", source), ("--git", git), ("--vllm-version", vllm_version),
                                       ("--wheel", wheel)) if value]
@@ -52,12 +52,13 @@ def source_spec(source: Optional[str] = None, git: Optional[str] = None, ref: Op
         raise UsageError("--git needs --ref (a tag, branch or commit)")
     if not given:
         vllm_version = pinned_release()
-    return SourceSpec(source, git, ref, vllm_version, wheel, include_vendored)
+    return SourceSpec(source, git, ref, vllm_version, wheel, include_vendored, keep_wheel)
 
 
 def release_specs(source: Optional[str] = None, git: Optional[str] = None, ref: Optional[str] = None,
                   vllm_version: Optional[str] = None, wheel: Optional[str] = None, include_vendored: bool = False,
-                  releases: Optional[str] = None, refs: Optional[str] = None) -> list[SourceSpec]:
+                  releases: Optional[str] = None, refs: Optional[str] = None,
+                  keep_wheel: bool = False) -> list[SourceSpec]:
     """`--releases 0.30.0,0.31.0` (or `all`: the published list), `--git URL --refs a,b`, or
     one tree as `source_spec` takes it; oldest first."""
     if releases and (vllm_version or source or wheel or git):
@@ -76,8 +77,8 @@ def release_specs(source: Optional[str] = None, git: Optional[str] = None, ref: 
         names = published_releases() if releases == "all" else [v.strip() for v in releases.split(",") if v.strip()]
         if not names:
             raise UsageError("--releases needs at least one release, or 'all'")
-        return [SourceSpec(vllm_version=v, include_vendored=include_vendored) for v in names]
-    return [source_spec(source, git, ref, vllm_version, wheel, include_vendored)]
+        return [SourceSpec(vllm_version=v, include_vendored=include_vendored, keep_wheel=keep_wheel) for v in names]
+    return [source_spec(source, git, ref, vllm_version, wheel, include_vendored, keep_wheel)]
 
 
 # --- scan --------------------------------------------------------------------------------------

@@ -154,3 +154,57 @@ def test_a_warm_wheel_rescan_reads_only_files_with_sites(fixture_wheel: Path, tm
     assert [(s.id, s.fact, s.excerpt) for s in first.sites] == [(s.id, s.fact, s.excerpt) for s in second.sites]
     assert first.bytes == second.bytes and first.file_keys == second.file_keys
     cache.close()
+
+
+def _full_wheel(path: Path) -> Path:
+    make_wheel(path, tree_files("0.1.0") | {"vllm-0.1.0.dist-info/METADATA": "Name: vllm\nVersion: 0.1.0\n"})
+    with zipfile.ZipFile(path, "a") as z:  # what makes a real wheel big: compiled code
+        z.writestr(zipfile.ZipInfo("vllm/_C.abi3.so", date_time=(2026, 3, 4, 5, 6, 8)), bytes(range(256)) * 400)
+    return path
+
+
+def test_a_slim_wheel_is_the_same_tree(tmp_path: Path) -> None:
+    """Only the Python files and metadata stay; names, dates, CRCs and sizes are the members',
+    so the scan (ids, excerpts, facts-cache keys) is the same."""
+    from kb.model import ScanResult
+    from kb.scan.source import is_slim, slim_wheel
+
+    full = _full_wheel(tmp_path / "vllm-0.1.0-cp38-abi3-manylinux_2_28_x86_64.whl")
+    before = {i.filename: (i.CRC, i.file_size, i.date_time) for i in zipfile.ZipFile(full).infolist()}
+    with from_wheel(full, include_vendored=False) as t:
+        scanned: ScanResult = scan(t, jobs=1)
+        stamps = {p: t.stamp(p) for p in t.paths} if t.stamp else {}
+    size = full.stat().st_size
+    slim_wheel(full)
+    after = {i.filename: (i.CRC, i.file_size, i.date_time) for i in zipfile.ZipFile(full).infolist()}
+    assert after == {n: v for n, v in before.items() if not n.endswith(".so")} and is_slim(full)
+    assert full.stat().st_size < size / 2
+    with from_wheel(full, include_vendored=False) as t:
+        assert scan(t, jobs=1).sites == scanned.sites
+        assert ({p: t.stamp(p) for p in t.paths} if t.stamp else {}) == stamps
+
+
+def test_download_keeps_the_python_files_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip download` faked: the downloaded wheel is slimmed; `--keep-wheel` keeps it whole, and
+    asks for it again when only a slim one is cached."""
+    import subprocess
+
+    from kb.scan import source
+    from kb.scan.source import is_slim
+
+    calls = []
+
+    def fake_pip(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        _full_wheel(Path(cmd[cmd.index("-d") + 1]) / "vllm-0.1.0-cp38-abi3-manylinux_2_28_x86_64.whl")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(source.subprocess, "run", fake_pip)
+    cache = tmp_path / "cache"
+    wheel = download_wheel("0.1.0", cache)
+    assert is_slim(wheel) and len(calls) == 1
+    assert download_wheel("0.1.0", cache) == wheel and len(calls) == 1  # cached
+    whole = download_wheel("0.1.0", cache, keep=True)
+    assert not is_slim(whole) and len(calls) == 2 and "vllm/_C.abi3.so" in zipfile.ZipFile(whole).namelist()
+    assert download_wheel("0.1.0", cache, keep=True) == whole and len(calls) == 2
+    assert sorted(p.name for p in (cache / "wheels").iterdir()) == [whole.name]  # no temporary left

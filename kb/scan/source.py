@@ -51,6 +51,7 @@ class SourceSpec:
     vllm_version: Optional[str] = None
     wheel: Optional[str] = None
     include_vendored: bool = False
+    keep_wheel: bool = False  # keep the whole downloaded wheel, not only its Python files
 
 
 class Tree:
@@ -95,7 +96,8 @@ def open_tree(spec: SourceSpec, cache: Path) -> Tree:
         return from_wheel(Path(spec.wheel), spec.include_vendored)
     if spec.vllm_version is None:
         raise SourceError("no source given")
-    return from_wheel(download_wheel(spec.vllm_version, cache), spec.include_vendored, expect=spec.vllm_version)
+    return from_wheel(download_wheel(spec.vllm_version, cache, keep=spec.keep_wheel), spec.include_vendored,
+                      expect=spec.vllm_version)
 
 
 def select(paths: list[str], include_vendored: bool, refused: Optional[list[Located]] = None) -> tuple[list[str], int]:
@@ -333,12 +335,46 @@ def _git_reason(e: git.GitCommandError) -> str:
 
 
 # --- a release wheel ---------------------------------------------------------------------------
-def download_wheel(version: str, cache: Path) -> Path:
-    """The release wheel of vLLM `version`, downloaded once into the cache with pip."""
+SLIM_COMMENT = b"kb: only the Python files and the metadata of this wheel are kept"
+
+
+def slim_wheel(path: Path) -> None:
+    """Keep of a wheel only what kb reads: its Python files and its metadata (about 4% of a
+    vLLM wheel, whose bulk is compiled code). Members keep their names, dates and CRCs, so the
+    scan, its ids and the facts cache see the same tree."""
+    tmp = path.with_name(f".{path.name}.slim")
+    try:
+        with zipfile.ZipFile(path) as z, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in z.infolist():
+                if info.filename.endswith(".py") or ".dist-info/" in info.filename:
+                    out.writestr(info, z.read(info), compress_type=zipfile.ZIP_DEFLATED)
+            out.comment = SLIM_COMMENT
+        os.replace(tmp, path)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
+        raise SourceError(f"could not keep the Python files of the wheel: {e}", str(path)) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def is_slim(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return z.comment == SLIM_COMMENT
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def download_wheel(version: str, cache: Path, keep: bool = False) -> Path:
+    """The release wheel of vLLM `version`, downloaded once into the cache with pip; only its
+    Python files and metadata stay on disk unless `keep` (a slim wheel is downloaded again
+    when the whole one is asked for)."""
     if not re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version):
         raise SourceError(f"not a version: {version!r}")
     folder = cache / "wheels"
     for existing in sorted(folder.glob(f"vllm-{version}-*.whl")):
+        if keep and is_slim(existing):
+            existing.unlink()
+            break
         return existing
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
@@ -357,6 +393,8 @@ def download_wheel(version: str, cache: Path) -> Path:
             wheels = sorted(tmp.glob("vllm-*.whl"))
             if proc.returncode == 0 and wheels:
                 _check_zip(wheels[0])
+                if not keep:
+                    slim_wheel(wheels[0])
                 final = folder / wheels[0].name
                 os.replace(wheels[0], final)
                 return final
