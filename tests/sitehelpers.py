@@ -90,4 +90,6 @@ LOOKUP_PASTES = [
     "the fu\nture.",
     "ValueError: Model Qwen2 does not support LoRA,but LoRA is enabled.Support for this model may be added in the "
     "future .",
+    "INFO 11-30 12:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 12.5 tokens/s, Avg generation throughput: "
+    "80.1 tokens/s, Running: 3 reqs\n\nValueError: Model Qwen2 does not support LoRA, but LoRA is enabled. Supp",
 ]

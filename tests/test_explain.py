@@ -386,3 +386,11 @@ def test_a_subclass_takes_its_base_exceptions_message(built) -> None:
     found = explain("ClientDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
                     matcher).found[0]
     assert {found.best.id, *(o.id for o in found.others)} >= {lines[26], lines[28]}
+
+
+def test_a_message_cut_off_on_a_line_that_is_not_the_longest(lookup: Matcher) -> None:
+    from sitehelpers import LOOKUP_PASTES
+
+    ex = explain(LOOKUP_PASTES[9], lookup)
+    assert [(f.line, f.best.kind, f.best.entry["parts"][0], f.best.values) for f in ex.found] == [
+        (3, "truncated", "Model ", (("model", "Qwen2"),))]

@@ -37,6 +37,7 @@ _STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|Durin
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 MIN_SIMILARITY = 0.2  # below this a suggestion is noise
 MIN_LITERAL = 8  # templates with less literal text ("TP {x}") only match a whole message, never inside a text
+_START = 8  # a cut-off message is compared with the templates that begin with its first 8 characters
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,10 @@ class Matcher:
     by_word: dict[str, list[_Compiled]] = field(default_factory=dict)
     word_sets: list[tuple[set[str], _Compiled]] = field(default_factory=list)
     by_folded_word: dict[str, list[_Compiled]] = field(default_factory=dict)  # the same, in lower case
+    # For cut-off messages: templates by the first _START characters of their first literal part,
+    # and those whose first part is shorter (tried on every message).
+    by_start: dict[str, list[_Compiled]] = field(default_factory=dict)
+    short_start: list[_Compiled] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.index.get("format") != MATCH_FORMAT:
@@ -124,6 +129,12 @@ class Matcher:
                 self.by_word.setdefault("", []).append(c)  # no word: tried on every message
                 self.by_folded_word.setdefault("", []).append(c)
             self.word_sets.append(({w.lower() for w in c.words}, c))
+            first = c.entry["parts"][0]
+            if first and c.entry["literal"] >= MIN_LITERAL:
+                if len(first) >= _START:
+                    self.by_start.setdefault(first[:_START], []).append(c)
+                else:
+                    self.short_start.append(c)
 
     def candidates(self, text: str, fold: bool = False) -> list[_Compiled]:
         """The templates whose rarest whole word the text holds (in lower case with `fold`, for a
@@ -170,11 +181,9 @@ class Matcher:
         """The message cut off at the end: it matches the start of a template (at least 24
         literal characters of it). Templates that begin with a placeholder are not tried."""
         out = []
-        for c in self.compiled:
+        for c in self.by_start.get(message[:_START], []) + self.short_start:
             parts = c.entry["parts"]
             first = parts[0]
-            if not first or c.entry["literal"] < MIN_LITERAL:
-                continue
             if first.startswith(message):  # cut inside the first literal part
                 if len(message) >= 24:
                     out.append(Match(c.entry, "truncated", len(message)))
@@ -682,13 +691,18 @@ def explain(text: str, matcher: Matcher) -> Explanation:
         order.append(key)
     if found:
         return Explanation(tuple(_with_closest(found[k], matcher) for k in order))
-    # Nothing matched whole: a message cut off at the end, else the closest templates.
-    candidates = [unwrap(r) for _, r in log_messages(text)]
-    message = max(candidates, key=len) if candidates else ""
-    cut = _fuller(matcher, message, clues)
-    if cut:
-        return Explanation((_with_closest(Found(1, message, cut[0], tuple(cut[1:])), matcher),))
-    return Explanation((), tuple(matcher.similar(message)))
+    # Nothing matched whole: messages cut off at the end (on any line; the longest may instead be
+    # aligned whole, `probably`), else the closest templates to the longest message.
+    messages = [(line, unwrap(r)) for line, r in log_messages(text)]
+    longest = max(range(len(messages)), key=lambda i: len(messages[i][1])) if messages else -1
+    for i, (line, message) in enumerate(messages):
+        cut = _fuller(matcher, message, clues) if i == longest else matcher.truncated(message, clues)
+        if cut and (cut[0].id, cut[0].values) not in found:
+            found[(cut[0].id, cut[0].values)] = Found(line, message, cut[0], tuple(cut[1:]))
+            order.append((cut[0].id, cut[0].values))
+    if found:
+        return Explanation(tuple(_with_closest(found[k], matcher) for k in order))
+    return Explanation((), tuple(matcher.similar(messages[longest][1] if messages else "")))
 
 
 def _fuller(matcher: Matcher, message: str, clues: Clues) -> list[Match]:

@@ -234,12 +234,26 @@
     }
     return low ? [tail.indexOf(literal.slice(0, low), 1), low] : [tail.length, 0];
   }
+  var START = 8, byStart = null, shortStart = null;  // as kb explain: templates by their first 8 characters
+  function startIndex() {
+    if (byStart) return;
+    byStart = {}; shortStart = [];
+    index.entries.forEach(function (e) {
+      var first = e.parts[0];
+      if (!e.matchable || e.literal < MIN_LITERAL || !first) return;
+      if (first.length >= START) {
+        var k = "\u0000" + first.slice(0, START);
+        (byStart[k] = byStart[k] || []).push(e);
+      } else {
+        shortStart.push(e);
+      }
+    });
+  }
   function truncated(message, clues) {
     var out = [];
-    index.entries.forEach(function (e) {
-      if (!e.matchable || e.literal < MIN_LITERAL) return;
+    startIndex();
+    (byStart["\u0000" + message.slice(0, START)] || []).concat(shortStart).forEach(function (e) {
       var parts = e.parts, first = parts[0];
-      if (!first) return;
       if (first.indexOf(message) === 0) {
         if (message.length >= 24) out.push({e: e, kind: "truncated", score: message.length, values: []});
         return;
@@ -434,12 +448,20 @@
       matches.slice(1).forEach(function (o) { o.other = true; found.push(o); });
     });
     if (found.length) return {found: found};
-    var messages = records(text).map(function (r) { return unwrap(r.text); });
-    var message = messages.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
-    var cut = fuller(message, clues);
-    cut.slice(1).forEach(function (o) { o.other = true; });  // as kb explain: one error, the others less likely
-    if (cut.length) return {found: cut};
-    return {found: [], suggestions: similar(message)};
+    // As kb explain: messages cut off at the end on any line (the longest may be aligned whole instead).
+    var messages = records(text).map(function (r) { return unwrap(r.text); }), longest = -1;
+    messages.forEach(function (m, i) { if (longest < 0 || m.length > messages[longest].length) longest = i; });
+    messages.forEach(function (message, i) {
+      var cut = i === longest ? fuller(message, clues) : truncated(message, clues);
+      if (!cut.length) return;
+      var key = cut[0].e.id + JSON.stringify(cut[0].values);
+      if (seen[key]) return;
+      seen[key] = true;
+      found.push(cut[0]);
+      cut.slice(1).forEach(function (o) { o.other = true; found.push(o); });
+    });
+    if (found.length) return {found: found};
+    return {found: [], suggestions: similar(longest >= 0 ? messages[longest] : "")};
   }
   window.kbExplain = function (text) {
     var r = explain(text);
