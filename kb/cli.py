@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TextIO
 
 from kb.errors import KBError, UsageError
 from kb.scan.scanner import DEFAULT_EXCEPTIONS
@@ -81,22 +82,22 @@ def cmd_scan(args: argparse.Namespace) -> int:
     result = scan_release(_spec(args), exceptions, jobs=args.jobs, use_cache=not args.no_cache,
                           strict=args.strict, progress=_scan_progress(args.quiet))
     for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        _err(f"warning: {w}")
     text = dumps(result)
     if args.output in (None, "-"):
-        sys.stdout.write(text)
+        _write(text)
     else:
         write_atomic(Path(args.output), text)
         if not args.quiet:
             c = result.counts
-            print(f"{c['sites']} sites, {c['ids']} ids in {c['files']} files "
-                  f"({c['excluded_files']} vendored files excluded, {c['parse_warnings']} parse warnings, "
-                  f"{c['unresolved_templates']} unresolved templates) -> {args.output}", file=sys.stderr)
+            _err(f"{c['sites']} sites, {c['ids']} ids in {c['files']} files "
+                 f"({c['excluded_files']} vendored files excluded, {c['parse_warnings']} parse warnings, "
+                 f"{c['unresolved_templates']} unresolved templates) -> {args.output}")
     return 0
 
 
 def _warn(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
+    _err(f"warning: {text}")
 
 
 def _errors(args: argparse.Namespace) -> Optional[Path]:
@@ -114,9 +115,9 @@ def cmd_build(args: argparse.Namespace) -> int:
                             progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
                             warn=_warn)
     if not args.quiet:
-        print(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
-              f"{report.files_written} files written, {report.files_kept} kept; "
-              f"{report.bytes / 1e6:.1f} MB -> {report.output}", file=sys.stderr)
+        _err(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
+             f"{report.files_written} files written, {report.files_kept} kept; "
+             f"{report.bytes / 1e6:.1f} MB -> {report.output}")
     return 0
 
 
@@ -148,14 +149,30 @@ def _argument_text(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _write(text: str) -> None:
-    """Standard output in whatever encoding it has: a character it cannot encode is written as a
-    JSON escape (`\\u00e9`, valid inside --json's strings too), never a failure."""
+# Control characters of scanned or pasted text (an escape sequence in a message) never reach
+# the terminal raw: all but tab, newline and carriage return are written as JSON escapes.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _write(text: str, stream: Optional[TextIO] = None) -> None:
+    """Text to standard output (or `stream`) in whatever encoding it has: a control character, or
+    one the encoding lacks, is written as a JSON escape (`\\u001b`, `\\u00e9`, valid inside
+    --json's strings too), never raw and never a failure."""
+    out = stream if stream is not None else sys.stdout
+    text = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     try:
-        sys.stdout.write(text)
+        out.write(text)
     except UnicodeEncodeError:
-        encoding = sys.stdout.encoding or "ascii"
-        sys.stdout.write("".join(c if _encodes(c, encoding) else json.dumps(c)[1:-1] for c in text))
+        encoding = out.encoding or "ascii"
+        out.write("".join(c if _encodes(c, encoding) else json.dumps(c)[1:-1] for c in text))
+
+
+def _out(text: str) -> None:
+    _write(text + "\n")
+
+
+def _err(text: str) -> None:
+    _write(text + "\n", sys.stderr)
 
 
 def _encodes(char: str, encoding: str) -> bool:
@@ -173,7 +190,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         old, new = SourceSpec(git=args.git, ref=args.old), SourceSpec(git=args.git, ref=args.new)
     else:
         old, new = SourceSpec(vllm_version=args.old), SourceSpec(vllm_version=args.new)
-    sys.stdout.write(diff_releases(old, new, args.format, use_cache=not args.no_cache))
+    _write(diff_releases(old, new, args.format, use_cache=not args.no_cache))
     return 0
 
 
@@ -182,13 +199,12 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     report = lint_release(_spec(args), _errors(args), use_cache=not args.no_cache)
     for p in report.problems:
-        print(p)
+        _out(p)
     for ident, path, reason in report.manual:
-        print(f"note: {path}: {ident}: check not cross-validated against vLLM's guard (manual): {reason}",
-              file=sys.stderr)
-    print(f"{report.entries} entries, {report.checks} checks ({report.cases} cases), {report.fixes_run} example fixes "
-          f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check: "
-          f"{len(report.problems)} problem(s)", file=sys.stderr)
+        _err(f"note: {path}: {ident}: check not cross-validated against vLLM's guard (manual): {reason}")
+    _err(f"{report.entries} entries, {report.checks} checks ({report.cases} cases), {report.fixes_run} example fixes "
+         f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check: "
+         f"{len(report.problems)} problem(s)")
     return 1 if report.problems else 0
 
 
@@ -196,7 +212,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from kb.jobs import new_entry
 
     path = new_entry(_spec(args), args.id, _errors(args), use_cache=not args.no_cache)
-    print(f"wrote {path}: complete every TODO, then run `kb lint`", file=sys.stderr)
+    _err(f"wrote {path}: complete every TODO, then run `kb lint`")
     return 0
 
 
@@ -215,10 +231,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                            _errors(args), use_cache=not args.no_cache)
     _write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
     for problem in outcome.launch.problems:
-        print(f"Error: {problem}", file=sys.stderr)
+        _err(f"Error: {problem}")
     for n in outcome.not_run:
         if not n.reason.startswith("bad input"):
-            print(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}", file=sys.stderr)
+            _err(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}")
     if not outcome.complete:
         return 2
     return 1 if outcome.predicted else 0
@@ -228,7 +244,7 @@ def cmd_wordings(args: argparse.Namespace) -> int:
     from kb.jobs import write_wordings
 
     path, count = write_wordings(Path(args.output) if args.output else None, use_cache=not args.no_cache)
-    print(f"{count} wordings of the published releases -> {path}", file=sys.stderr)
+    _err(f"{count} wordings of the published releases -> {path}")
     return 0
 
 
@@ -237,7 +253,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     server = make_server(Path(args.folder), args.port)
     host, port = str(server.server_address[0]), server.server_address[1]
-    print(f"Serving {args.folder} at http://{host}:{port}/ (Ctrl-C stops)", file=sys.stderr)
+    _err(f"Serving {args.folder} at http://{host}:{port}/ (Ctrl-C stops)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -340,17 +356,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return code
     except UsageError as e:
         p.print_usage(sys.stderr)
-        print(f"Error: {e}", file=sys.stderr)
+        _err(f"Error: {e}")
         return e.exit_code
     except KBError as e:
         for problem in getattr(e, "problems", ()):
-            print(problem, file=sys.stderr)
-        print(f"Error: {e}", file=sys.stderr)
+            _err(problem)
+        _err(f"Error: {e}")
         return e.exit_code
     except KeyboardInterrupt:
-        print("Error: interrupted", file=sys.stderr)
+        _err("Error: interrupted")
         return 130
     except OSError as e:  # a full disk or a read-only folder where a command writes: one line, not a traceback
         where = f"{e.filename}: " if e.filename else ""
-        print(f"Error: {where}{e.strerror or e}", file=sys.stderr)
+        _err(f"Error: {where}{e.strerror or e}")
         return 1

@@ -139,6 +139,14 @@ def test_cli_reads_stdin_and_the_site_index(tmp_path: Path, capsys, monkeypatch)
     assert capsys.readouterr().out.startswith("No known vLLM error matches this text.")
     assert main(["explain", "--site", str(tmp_path / "nowhere"), "x"]) == 1
     assert "no match index there" in capsys.readouterr().err
+    # An escape sequence in a pasted value (a terminal title, a bell) never reaches the terminal raw.
+    hostile = FILLED.replace("(6)", "(6\x1b]0;pwned\x07\x9b2J)")
+    for json_out in (False, True):
+        assert main(["explain", "--site", str(site), hostile, *(["--json"] if json_out else [])]) == 0
+        out = capsys.readouterr().out
+        assert not set(out) & {"\x1b", "\x07", "\x9b"} and "\\u001b]0;pwned\\u0007\\u009b2J" in out
+        if json_out:
+            assert json.loads(out)["found"][0]["match"]["values"]["num_q_per_kv"] == "6\x1b]0;pwned\x07\x9b2J"
 
 
 @pytest.mark.parametrize("paste", [
