@@ -432,6 +432,13 @@
   }
   function explain(text) {
     var found = [], seen = {}, clues = cluesOf(text);
+    function add(matches) {  // one error per template and values: the best, then the others that match
+      var key = matches[0].e.id + JSON.stringify(matches[0].values);
+      if (seen[key]) return;
+      seen[key] = true;
+      found.push(matches[0]);
+      matches.slice(1).forEach(function (o) { o.other = true; found.push(o); });
+    }
     records(text).forEach(function (r) {
       var matches = innerFirst(matchRecord(r.text, clues), clues);
       if (!matches.length) return;
@@ -441,11 +448,7 @@
           matches = [more[0]].concat(matches);
         }
       }
-      var key = matches[0].e.id + JSON.stringify(matches[0].values);
-      if (seen[key]) return;
-      seen[key] = true;
-      found.push(matches[0]);
-      matches.slice(1).forEach(function (o) { o.other = true; found.push(o); });
+      add(matches);
     });
     if (found.length) return {found: found};
     // As kb explain: messages cut off at the end on any line (the longest may be aligned whole instead).
@@ -453,12 +456,7 @@
     messages.forEach(function (m, i) { if (longest < 0 || m.length > messages[longest].length) longest = i; });
     messages.forEach(function (message, i) {
       var cut = i === longest ? fuller(message, clues) : truncated(message, clues);
-      if (!cut.length) return;
-      var key = cut[0].e.id + JSON.stringify(cut[0].values);
-      if (seen[key]) return;
-      seen[key] = true;
-      found.push(cut[0]);
-      cut.slice(1).forEach(function (o) { o.other = true; found.push(o); });
+      if (cut.length) add(cut);
     });
     if (found.length) return {found: found};
     return {found: [], suggestions: similar(longest >= 0 ? messages[longest] : "")};
