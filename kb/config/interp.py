@@ -40,6 +40,7 @@ MAX_STEPS = 3_000_000
 MAX_CALL_DEPTH = 12
 MAX_EXPR_DEPTH = 100
 MAX_LOOP = 2_000
+MAX_ACTIONS = 5_000  # vLLM 0.33 adds 322
 SUPPRESS = SUPPRESS_TEXT
 
 
@@ -258,6 +259,16 @@ class Reader:
         if attr == "__doc__":
             doc = ast.get_docstring(cls.node, clean=False)
             return doc
+        key = (cls.module.name, f"{cls.name}.{attr}")
+        if key in self.building:  # `class Y(X): v = X.v` with X subclassing Y
+            return Unknown(f"{cls.name}.{attr}")
+        self.building.add(key)
+        try:
+            return self._class_attr(cls, attr, start_after)
+        finally:
+            self.building.discard(key)
+
+    def _class_attr(self, cls: ClassRef, attr: str, start_after: Optional[ClassRef]) -> Any:
         chain = self.mro(cls)
         if start_after is not None and start_after in chain:
             chain = chain[chain.index(start_after) + 1:]
@@ -694,6 +705,8 @@ class Reader:
         if len(names) != len(args) or not names:
             self.warn(frame.module, node, f"add_argument with names that could not be read: {_source(node)[:200]}")
             return Unknown("action")
+        if len(self.parser.actions) >= MAX_ACTIONS:
+            raise Budget(f"more than {MAX_ACTIONS} arguments added")
         self.parser.actions.append({"names": names, "kwargs": kwargs,
                                     "group": obj.title if isinstance(obj, Group) else None,
                                     "file": frame.module.path, "line": getattr(node, "lineno", 1)})
@@ -707,6 +720,8 @@ class Reader:
                 self.statement(stmt, frame)
             except VALUE_ERRORS:
                 continue
+            except RecursionError:
+                self.warn(frame.module, stmt, "not read: nested too deeply")
 
     def statement(self, stmt: ast.stmt, frame: Frame) -> None:
         if isinstance(stmt, ast.Expr):
