@@ -492,6 +492,19 @@ HOSTILE = {
                                         total = a + b
             return parser
         ''',
+    "deep values": '''
+        def make_arg_parser(parser):
+            a = []
+            d = {}
+            for i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]:
+                for j in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]:
+                    for k in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]:
+                        a = [a]
+                        d = {"k": d}
+            parser.add_argument("--deep", default=a)
+            parser.add_argument("--deeper", default=d, choices=[a, d])
+            return parser
+        ''',
     "huge values": '''
         BIG = 9 ** 9 ** 9
         TEXT = "a" * 10 ** 9
@@ -559,6 +572,8 @@ def test_hostile_parser_source_ends_in_bounded_time_without_a_traceback(tmp_path
         assert "warning: vllm/entrypoints/openai/cli_args.py:1: flags not all read: more than 3000000 steps" in \
             result.stderr
         assert "  --first\n      default: 1\n" in result.stdout
+    if case == "deep values":
+        assert "  --deep\n      default: " in result.stdout and "  --deeper\n      default: " in result.stdout
     if case == "cycles":
         for name, text in (("a", "A"), ("c", "C"), ("v", "X.v"), ("w", "X().v")):
             assert f"  --{name}\n      default: not read ({text})\n" in result.stdout

@@ -109,9 +109,14 @@ def copy_value(value: Any) -> Any:
     return value
 
 
-def plain(value: Any) -> tuple[JSON, bool]:
+MAX_DEPTH = 50  # nesting of a value shown
+
+
+def plain(value: Any, depth: int = 0) -> tuple[JSON, bool]:
     """(JSON value, exact) as the oracle records an argparse default: exact is False when
     the value had to be written as its repr (bench/oracle/inner/dump_parser.py)."""
+    if depth > MAX_DEPTH:
+        return "...", False
     if value is None or isinstance(value, (bool, str)):
         return value, True
     if isinstance(value, int):
@@ -119,12 +124,12 @@ def plain(value: Any) -> tuple[JSON, bool]:
     if isinstance(value, float):
         return (value, True) if math.isfinite(value) else (repr(value), False)
     if isinstance(value, (list, tuple)) and not isinstance(value, FieldKwargs):
-        items = [plain(v) for v in value]
+        items = [plain(v, depth + 1) for v in value]
         if all(ok for _, ok in items):
             return [v for v, _ in items], True
         return [v for v, _ in items], False
     if type(value) is dict and all(isinstance(k, str) for k in value):
-        pairs = {k: plain(v) for k, v in value.items()}
+        pairs = {k: plain(v, depth + 1) for k, v in value.items()}
         if all(ok for _, ok in pairs.values()):
             return {k: v for k, (v, _) in pairs.items()}, True
         return python_repr(value), False
@@ -133,7 +138,7 @@ def plain(value: Any) -> tuple[JSON, bool]:
 
 def python_repr(value: Any, depth: int = 0) -> str:
     """The text Python's repr() gives for the value vLLM would hold."""
-    if depth > 20:
+    if depth > MAX_DEPTH:
         return "..."
     if isinstance(value, Unknown):
         return value.text
