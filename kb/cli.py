@@ -240,6 +240,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if outcome.predicted else 0
 
 
+def cmd_flags(args: argparse.Namespace) -> int:
+    from kb.config.report import flags_json, flags_text
+    from kb.jobs import read_flags
+
+    info, model = read_flags(_spec(args))
+    for w in model.warnings:
+        _warn(str(w))
+    _write(flags_json(info, model) if args.json else flags_text(info, model))
+    return 0
+
+
 def cmd_wordings(args: argparse.Namespace) -> int:
     from kb.jobs import write_wordings
 
@@ -334,6 +345,12 @@ def parser() -> argparse.ArgumentParser:
     _release_options(c)
     c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     c.set_defaults(func=cmd_check)
+
+    fl = sub.add_parser("flags", help="the `vllm serve` flags of a vLLM tree, read from its source: defaults, "
+                                      "choices, help and the config field each sets")
+    _source_options(fl)
+    fl.add_argument("--json", action="store_true", help="print JSON (the `config` part of `kb scan`'s output)")
+    fl.set_defaults(func=cmd_flags)
 
     w = sub.add_parser("wordings", help="scan every published release and write the wordings file that ships with "
                                         "kb (the lookup's knowledge of older messages)")

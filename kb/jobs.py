@@ -15,9 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from kb.config.read import read_config
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
-from kb.model import ScanResult, Wording
+from kb.model import ScanResult, TreeInfo, Wording
 from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.factcache import FactCache
@@ -27,6 +28,7 @@ from kb.workers import worker_pool
 
 if TYPE_CHECKING:
     from kb.checks.predict import Outcome
+    from kb.config.model import ConfigModel
     from kb.explain.match import Explanation
     from kb.records.lint import LintReport
     from kb.records.merge import Merged
@@ -90,11 +92,24 @@ def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTION
     try:
         with open_tree(spec, cache) as tree:
             result = scan(tree, exceptions, jobs=jobs, cache=facts, progress=progress, strict=strict, pool=pool)
+            result = replace(result, config=read_config(tree.paths, tree.read))
     finally:
         facts.close()
     if not result.sites:
         raise ScanError(f"no raise of {', '.join(exceptions)} found in {result.files} files: is this a vLLM tree?")
     return result
+
+
+def read_flags(spec: SourceSpec) -> tuple[TreeInfo, ConfigModel]:
+    """The `vllm serve` flags of one tree, read from its source (kb.config); zero flags is an error."""
+    with open_tree(spec, cache_dir()) as tree:
+        model = read_config(tree.paths, tree.read)
+        info = tree.info
+    if not model.flags or model.parser_file is None:
+        first = model.warnings[0] if model.warnings else None
+        raise ScanError(first.message if first else "no `vllm serve` flags found: is this a vLLM tree?",
+                        first.path if first else None, first.line if first else None)
+    return info, model
 
 
 def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_cache: bool = True,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Self
+from typing import TYPE_CHECKING, Any, Optional, Self
+
+if TYPE_CHECKING:
+    from kb.config.model import ConfigModel
 
 REPO = "vllm-project/vllm"
 
@@ -235,6 +238,8 @@ class ScanResult:
     warnings: tuple[Located, ...]
     # path -> content hash of each file that holds sites: what a record's page is made from
     file_keys: dict[str, str] = field(default_factory=dict, compare=False)
+    # vLLM's configuration read from the same tree (kb.config): the `vllm serve` flags
+    config: Optional[ConfigModel] = field(default=None, compare=False)
 
     @property
     def ids(self) -> dict[str, list[RaiseSite]]:

@@ -12,7 +12,7 @@ SCAN_FORMAT = "kb-scan/1"
 
 def scan_document(result: ScanResult) -> dict[str, Any]:
     t = result.tree
-    return {
+    document = {
         "format": SCAN_FORMAT,
         "repo": "vllm-project/vllm",
         "source": {"kind": t.kind, "location": t.location, "dirty": t.dirty},
@@ -26,6 +26,9 @@ def scan_document(result: ScanResult) -> dict[str, Any]:
         "warnings": [{"line": w.line, "message": w.message, "path": w.path} for w in result.warnings],
         "sites": [s.to_json() for s in result.sites],
     }
+    if result.config is not None:
+        document["config"] = result.config.to_json()
+    return document
 
 
 def dumps(result: ScanResult) -> str:

@@ -1,0 +1,201 @@
+"""A vLLM tree -> its ConfigModel: the `vllm serve` parser as vLLM's own source builds it.
+
+The parser is followed from `make_arg_parser` (vllm/entrypoints/common/cli_args.py since 0.2x,
+vllm/entrypoints/openai/cli_args.py before), else from `EngineArgs.add_cli_args`; the
+argparse actions recorded on the way become flags the way argparse (and vLLM's
+`FlexibleArgumentParser`, `EnableDisableAction`) would make them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
+
+from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
+from kb.config.model import JSON, ConfigModel, Flag, FlagGroup
+from kb.config.modules import Modules
+from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
+from kb.model import Located
+
+PARSER_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args")
+ENGINE_MODULE = "vllm.engine.arg_utils"
+
+
+def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigModel:
+    """Never raises on what the tree holds: what cannot be read is a located warning."""
+    modules = Modules(list(paths), read)
+    reader = Reader(modules)
+    parser_file: Optional[str] = None
+    warnings: list[Located] = []
+    try:
+        entry = _entry(reader)
+        if entry is None:
+            warnings.append(Located("vllm/engine/arg_utils.py", 1,
+                                    "no `vllm serve` parser found (make_arg_parser, EngineArgs.add_cli_args)"))
+        else:
+            parser_file = entry.module.path
+            reader.run_function(entry, [reader.parser], {})
+    except Budget as e:
+        warnings.append(Located(parser_file or "vllm", 1, f"flags not all read: {e}"))
+    except RecursionError:
+        warnings.append(Located(parser_file or "vllm", 1, "flags not all read: nested too deeply"))
+    flags, groups = _flags(reader.parser, _has_enable_disable(modules), warnings)
+    warnings += modules.warnings + reader.warnings
+    return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)))
+
+
+# vLLM's SortedHelpFormatter: a single newline inside a sentence is a space; paragraphs and
+# list items keep their own lines (vllm/utils/argparse_utils.py `_split_lines`).
+_JOINED_NEWLINE = re.compile(r"(?<!\n)\n(?!\n)(?!\s*(-|\*|\+|\d+\.))\s*")
+
+
+def shown_help(text: str) -> str:
+    """The help text as `vllm serve --help` lays it out, one line per paragraph or list item."""
+    return "\n".join(line.strip() for line in _JOINED_NEWLINE.sub(" ", text.strip()).splitlines() if line.strip())
+
+
+def _where(w: Located) -> tuple[str, int, str]:
+    return (w.path, w.line, w.message)
+
+
+def _entry(reader: Reader) -> Optional[FunctionRef]:
+    for name in PARSER_MODULES:
+        module = reader.modules.get(name)
+        if module is not None:
+            found = reader.modules.lookup(module, "make_arg_parser")
+            if found is not None:
+                value = reader.found_value(found)
+                if isinstance(value, FunctionRef):
+                    return value
+    module = reader.modules.get(ENGINE_MODULE)
+    if module is None:
+        return None
+    for cls_name in ("AsyncEngineArgs", "EngineArgs"):
+        found = reader.modules.lookup(module, cls_name)
+        if found is not None:
+            cls = reader.found_value(found)
+            if isinstance(cls, ClassRef):
+                method = reader.class_attr(cls, "add_cli_args")
+                if isinstance(method, FunctionRef):
+                    return method
+    return None
+
+
+def _has_enable_disable(modules: Modules) -> bool:
+    """vLLM's parser pairs `--enable-x` with `--disable-x` (EnableDisableAction) since 0.3x."""
+    for name in ("vllm.utils.argparse_utils", "vllm.utils"):
+        module = modules.get(name)
+        if module is not None and "EnableDisableAction" in module.bindings:
+            return True
+    return False
+
+
+def _name_of(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, Builtin):
+        return value.name.split(".")[-1]
+    if isinstance(value, (FunctionRef, ClassRef)):
+        return value.name
+    if isinstance(value, Unknown):
+        return value.text
+    return type(value).__name__
+
+
+def _flags(parser: Parser, enable_disable: bool, warnings: list[Located]) -> tuple[list[Flag], list[FlagGroup]]:
+    flags: list[Flag] = []
+    taken: set[str] = set()
+    defaults: dict[str, Any] = {}
+    for action in parser.actions:
+        if "__set_defaults__" in action:
+            defaults.update(action["__set_defaults__"])
+            continue
+        flag = _flag(action, enable_disable, warnings)
+        if flag is None or taken & set(flag.options):
+            continue
+        taken |= set(flag.options) or {flag.dest}
+        flags.append(flag)
+    flags.append(Flag("--help", ("-h", "--help"), ("-h", "--help"), "help", "help", None, 0, None, SUPPRESS_TEXT,
+                      True, True, "show this help message and exit", "options", None, None, False, "", 0))
+    out = []
+    for f in flags:
+        if f.dest in defaults:
+            value, exact = plain(defaults[f.dest])
+            f = _replace_default(f, value, exact, not isinstance(defaults[f.dest], Unknown))
+        out.append(f)
+    out.sort(key=lambda f: (list(f.visible) or [f.dest], f.dest))
+    groups: dict[str, FlagGroup] = {}
+    for g in parser.groups:
+        groups.setdefault(g.title, FlagGroup(g.title, g.description))
+    return out, list(groups.values())
+
+
+def _replace_default(f: Flag, value: JSON, exact: bool, known: bool) -> Flag:
+    from dataclasses import replace
+
+    return replace(f, default=value, default_exact=exact, default_known=known)
+
+
+def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located]) -> Optional[Flag]:
+    names: list[str] = action["names"]
+    kwargs: dict[str, Any] = action["kwargs"]
+    options = [n for n in names if n.startswith("-")]
+    if options and len(options) != len(names):
+        return None
+    kind = kwargs.get("action")
+    action_name = "store"
+    default: Any = kwargs.get("default")
+    visible = list(options)
+    hidden: list[str] = []
+    if isinstance(kind, str):
+        action_name = kind
+        if kind == "store_true" and "default" not in kwargs:
+            default = False
+        elif kind == "store_false" and "default" not in kwargs:
+            default = True
+    elif isinstance(kind, Builtin) and kind.name.split(".")[-1] == "BooleanOptionalAction":
+        action_name = "boolean"
+        negated = [f"--no-{o[2:]}" for o in options if o.startswith("--")]
+        inverses = []
+        if enable_disable:
+            for o in options:
+                for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+                    if o.startswith(prefix):
+                        inverses.append(inverse + o[len(prefix):])
+        if inverses:
+            visible = [*options, *inverses]
+            hidden = negated
+        else:
+            visible = [*options, *negated]
+    elif kind is not None:
+        action_name = f"custom:{_name_of(kind)}"
+    if options:
+        long = [o for o in options if o.startswith("--")]
+        dest_default = (long[0] if long else options[0]).lstrip("-").replace("-", "_")
+    else:
+        dest_default = names[0]
+    dest = kwargs.get("dest") if isinstance(kwargs.get("dest"), str) else dest_default
+    help_value = kwargs.get("help")
+    help_text = shown_help(help_value.replace("%%", "%")) if isinstance(help_value, str) else ""
+    choices_value = kwargs.get("choices")
+    choices: Optional[tuple[JSON, ...]] = None
+    if isinstance(choices_value, (list, tuple)):
+        choices = tuple(plain(c)[0] for c in choices_value)
+    elif choices_value is not None:
+        warnings.append(Located(action["file"], action["line"],
+                                f"{names[0]}: choices not in the source (made at run time): {plain(choices_value)[0]}"))
+    value, exact = plain(default)
+    known = not isinstance(default, Unknown)
+    nargs = kwargs.get("nargs")
+    origin = kwargs if isinstance(kwargs, FieldKwargs) else None
+    group = action["group"] or ("options" if options else "positional arguments")
+    return Flag(
+        name=(visible[0] if options else names[0]) if not [o for o in visible if o.startswith("--")]
+        else next(o for o in visible if o.startswith("--")),
+        options=tuple(dict.fromkeys([*visible, *hidden])), visible=tuple(visible), dest=str(dest),
+        action=action_name, type=_name_of(kwargs.get("type")),
+        nargs=nargs if isinstance(nargs, (str, int)) and not isinstance(nargs, bool) else None,
+        choices=choices, default=value, default_exact=exact, default_known=known, help=help_text, group=group,
+        config_class=origin.cls if origin else None, config_field=origin.name if origin else None,
+        deprecated=kwargs.get("deprecated") is True, file=action["file"], line=action["line"],
+    )
