@@ -46,6 +46,9 @@ def lora(model, rank, name, value):
         raise ValueError(f"max_tokens must be at least 1, got {value}.")
     if rank == 5:
         raise ValueError(f"Unknown quantization method: {name}. Must be one of {value}.")
+    if rank == 6:
+        raise ValueError(f"The {name} prompt (length {value}) is longer than the maximum model length of {model}. "
+                         f"{rank}")
 '''}
 LORA_TEMPLATE = ("Model {model} does not support LoRA, but LoRA is enabled. Support for this model may be added "
                  "in the future.")
@@ -92,4 +95,10 @@ LOOKUP_PASTES = [
     "future .",
     "INFO 11-30 12:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 12.5 tokens/s, Avg generation throughput: "
     "80.1 tokens/s, Running: 3 reqs\n\nValueError: Model Qwen2 does not support LoRA, but LoRA is enabled. Supp",
+    "ValueError: [address=0.0.0.0:37591, pid=324770] The decoder prompt (length 17772) is longer than the maximum "
+    "model length of 16384.",
+    '{"detail":"Upstream error, b\'{\\"error\\":{\\"message\\":\\"Unknown quantization method: gptq. Must be one of '
+    '[\\\\\'awq\\\\\', \\\\\'gptq_marlin\\\\\']\\"}}\'"}',
+    "  File &quot;/x/vllm/config.py&quot;, line 1\nValueError: Unknown quantization method: gptq. Must be one of "
+    "[&#39;awq&#39;].",
 ]

@@ -402,3 +402,26 @@ def test_a_message_cut_off_on_a_line_that_is_not_the_longest(lookup: Matcher) ->
     ex = explain(LOOKUP_PASTES[9], lookup)
     assert [(f.line, f.best.kind, f.best.entry["parts"][0], f.best.values) for f in ex.found] == [
         (3, "truncated", "Model ", (("model", "Qwen2"),))]
+
+
+@pytest.mark.parametrize("i, values", [
+    (10, (("name", "decoder"), ("value", "17772"), ("model", "16384"))),  # Xinference's prefix, an empty last value
+    (11, (("name", "gptq"), ("value", "['awq', 'gptq_marlin']"))),  # inside a JSON string, quotes escaped twice
+    (12, (("name", "gptq"), ("value", "['awq']"))),  # copied from a web page: &quot; and &#39;
+])
+def test_pastes_from_services_and_web_pages(lookup: Matcher, i: int, values) -> None:
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[i])
+    assert m.kind in ("exact", "contained") and m.values == values
+
+
+def test_a_template_holding_a_backslash_before_a_quote_still_matches(tmp_path: Path) -> None:
+    """Pastes lose the backslash of `\\'` (a message inside a JSON string); templates go through
+    the same step, so that vLLM's own `'\\\\'` still finds its message."""
+    extra = {"vllm/salt.py": 'def f():\n    raise ValueError("cache_salt must not contain \'@\', \'\\\\\\\\\', or NUL.")\n'}
+    scan = fixture_scan(tmp_path / "tree", extra)
+    (site,) = [s for s in scan.sites if s.file == "vllm/salt.py"]
+    assert site.template == "cache_salt must not contain '@', '\\\\', or NUL."
+    m = best(Matcher(match_index(build_records(scan), "0.1.0")), "ValueError: " + site.template)
+    assert (m.id, m.kind) == (site.id, "exact")

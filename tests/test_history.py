@@ -258,3 +258,15 @@ def test_a_message_that_grew_and_a_renamed_function_are_edits(tmp_path: Path) ->
     unrelated = 'def other():\n    raise ValueError("Failed to infer the dtype")\n'
     links = _links(tmp_path / "2", {"vllm/config.py": grew_old}, {"vllm/config.py": unrelated})
     assert links[error_id("Failed to infer device type", "vllm/config.py")] == ("removed", None)
+
+
+def test_a_message_that_became_a_part_of_a_joined_list_is_followed(tmp_path: Path) -> None:
+    """LoRA's rank check moved into a list of problems joined at the raise (vLLM 0.7): the new
+    id's template is `{' '.join(error_msg)}`, its part is the old message."""
+    old = {"vllm/lora/worker_manager.py": 'def load(lora, cfg):\n    raise ValueError(\n        f"LoRA rank '
+                                          '{lora.rank} is greater than max_lora_rank {cfg.max_lora_rank}.")\n'}
+    new = {"vllm/lora/peft_helper.py": 'def validate(rank, max_rank):\n    error_msg = []\n    if rank > max_rank:\n'
+                                       '        error_msg.append(f"LoRA rank {rank} is greater than max_lora_rank '
+                                       '{max_rank}.")\n    raise ValueError(" ".join(error_msg))\n'}
+    (kind, target), = _links(tmp_path, old, new).values()
+    assert kind == "moved" and target == error_id("{' '.join(error_msg)}", "vllm/lora/peft_helper.py")

@@ -228,8 +228,8 @@ def test_real_pastes_score() -> None:
     vllm = sum(v for k, v in told.items() if not k.startswith("none:"))
     assert vllm >= 75 and unlabelled == 0
     assert told["none: WRONG (matched)"] == 0 and told["none: unmatched"] >= 15  # other errors stay unmatched
-    assert told["right first"] >= 0.92 * vllm and told["wrong"] == 0  # told the user's release
-    assert pinned["right first"] >= 0.92 * vllm and pinned["wrong"] == 0  # the pinned release, shipped wordings
+    assert told["right first"] >= 0.97 * vllm and told["wrong"] == 0  # told the user's release
+    assert pinned["right first"] >= 0.98 * vllm and pinned["wrong"] == 0  # the pinned release, shipped wordings
 
 
 def test_held_out_real_pastes_score() -> None:
@@ -251,5 +251,5 @@ def test_held_out_real_pastes_score() -> None:
     vllm = sum(v for k, v in told.items() if not k.startswith("none:"))
     assert vllm >= 40 and unlabelled == 0
     assert told["none: WRONG (matched)"] == 0 and told["none: unmatched"] >= 9
-    assert told["right first"] >= 0.90 * vllm and told["wrong"] == 0
-    assert pinned["right first"] >= 0.90 * vllm and pinned["wrong"] <= 1
+    assert told["right first"] >= 0.92 * vllm and told["wrong"] == 0
+    assert pinned["right first"] >= 0.92 * vllm and pinned["wrong"] <= 1

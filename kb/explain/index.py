@@ -21,9 +21,21 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", text)
 
 
+_ESCAPED_QUOTE = re.compile(r"\\+(['\"])")
+_ENTITIES = {"&quot;": '"', "&#39;": "'", "&#x27;": "'", "&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_ENTITY = re.compile("|".join(_ENTITIES))
+
+
+def unescaped(text: str) -> str:
+    """A log pasted as a JSON string (`\\'max_tokens\\'`) or copied from a web page (`&quot;`)
+    reads as the plain text; templates go through the same step, so that one holding a
+    backslash before a quote still matches its own message."""
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group()], _ESCAPED_QUOTE.sub(r"\1", text))
+
+
 def literal_parts(template: str) -> tuple[list[str], list[str]]:
     parts, names = template_parts(template)
-    parts = [normalize(p) for p in parts]
+    parts = [normalize(unescaped(p)) for p in parts]
     if parts:
         parts[0] = parts[0].lstrip()
         parts[-1] = parts[-1].rstrip()

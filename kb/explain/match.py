@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import KBError
-from kb.explain.index import MATCH_FORMAT, index_problem, normalize
+from kb.explain.index import MATCH_FORMAT, index_problem, normalize, unescaped
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -173,7 +173,7 @@ class Matcher:
                 kind = "contained"
             if found is None:
                 continue
-            values = tuple(zip(c.entry["names"], (v.strip() for v in found[0])))
+            values = tuple((n, v.strip()) for n, v in zip(c.entry["names"], found[0]) if v.strip())
             out.append(Match(c.entry, kind, c.entry["literal"], values))
         return _rank(out, clues)
 
@@ -470,6 +470,7 @@ def _lead_value(before: str) -> str:
 def _trail_value(after: str) -> str:
     """The value of a placeholder that ends a template found inside a longer text: a bracketed
     or quoted value, else the word after the literal text, not the text that follows."""
+    after = after.lstrip()
     if after[:1] in _OPEN:
         end = _bracketed(after, after[0], _OPEN[after[0]])
         if end > 0:
@@ -503,6 +504,8 @@ def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]
     for p in tries:
         lead, trail = p[0] == "", p[-1] == ""
         core = p[1 if lead else 0: len(p) - 1 if trail else len(p)]
+        if trail and core:  # "... of {n}. {suggestion}" raised with an empty suggestion ends at "."
+            core = [*core[:-1], core[-1].rstrip()]
         if not core or not core[0]:
             continue
         found = fit(core, text, start=False, end=False)
@@ -514,9 +517,9 @@ def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]
             if not first:
                 continue
             values = [first, *values]
-        if trail:
+        if trail:  # the value after the literal text; empty when the text ends there
             last = _trail_value(text[pos:])
-            if not last:
+            if not last and text[pos:].strip():
                 continue
             values = [*values, last]
         return values, pos
@@ -618,6 +621,7 @@ _RELEASE = re.compile(r"\bvllm\b[^\n\d]{0,30}?\bv?(\d+)\.(\d+)\.\d+", re.IGNOREC
 
 def clues_of(text: str) -> Clues:
     """The vLLM files a traceback in the text passes through and the releases it names."""
+    text = unescaped(text)
     return Clues(frozenset(_TRACEBACK_FILE.findall(text)),
                  frozenset((int(a), int(b)) for a, b in _RELEASE.findall(text)))
 
@@ -653,7 +657,7 @@ def _unbalanced_edges(message: str) -> str:
 def log_messages(text: str) -> list[tuple[int, str]]:
     """Split a paste or a log into messages: a log line, a traceback line or an exception
     line starts a new one; other lines continue it (messages with newlines in their values)."""
-    text = ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = ANSI.sub("", unescaped(text.replace("\r\n", "\n").replace("\r", "\n")))
     out: list[tuple[int, list[str]]] = []
     fresh = True  # the next line starts a message (after a blank line, or at the start)
     for n, raw in enumerate(text.split("\n"), start=1):

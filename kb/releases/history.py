@@ -149,15 +149,17 @@ def _closeness(old: RaiseSite, new: RaiseSite) -> float:
 
 def _pair_moves(a: dict[str, list[RaiseSite]], b: dict[str, list[RaiseSite]], gone: list[str],
                 fresh: list[str]) -> list[tuple[str, str]]:
-    """Gone ids whose message reappears under a new id: grouped by skeleton, each group paired
-    closest first (one gone id to one new id). A message with fewer than MOVE_LITERAL literal
+    """Gone ids whose message reappears under a new id (as its template, or as a part it is
+    built from): grouped by skeleton, each group paired closest first (one gone id to one new id). A message with fewer than MOVE_LITERAL literal
     characters is followed only within its function."""
     olds: dict[str, list[str]] = {}
     for ident in gone:
         olds.setdefault(skeleton(a[ident][0].template), []).append(ident)
     news: dict[str, list[str]] = {}
-    for ident in fresh:
-        news.setdefault(skeleton(b[ident][0].template), []).append(ident)
+    for ident in fresh:  # by its template, and by each part its message is built from (a list joined)
+        for key in dict.fromkeys([skeleton(b[ident][0].template),
+                                  *(skeleton(p) for site in b[ident] for p in site.fact.parts)]):
+            news.setdefault(key, []).append(ident)
     out: list[tuple[str, str]] = []
     for key in sorted(set(olds) & set(news)):
         short = _literal(key) < MOVE_LITERAL

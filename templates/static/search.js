@@ -39,8 +39,13 @@
     if (last !== null) record = record.slice(last);
     return unbalancedEdges(record.trim());
   }
+  var ENTITIES = {"&quot;": "\"", "&#39;": "'", "&#x27;": "'", "&lt;": "<", "&gt;": ">", "&amp;": "&"};
+  function unescaped(text) {  // as kb explain: a log pasted as a JSON string, or copied from a web page
+    return text.replace(/\\+(['"])/g, "$1").replace(/&quot;|&#39;|&#x27;|&lt;|&gt;|&amp;/g,
+                                                    function (m) { return ENTITIES[m]; });
+  }
   function records(text) {
-    text = text.replace(/\r\n?/g, "\n").replace(ANSI, "");
+    text = unescaped(text.replace(/\r\n?/g, "\n")).replace(ANSI, "");
     var out = [], fresh = true;
     text.split("\n").forEach(function (raw, i) {
       if (!raw.trim()) { fresh = true; return; }
@@ -108,6 +113,7 @@
   var RELEASE = /\bvllm\b[^\n\d]{0,30}?\bv?(\d+)\.(\d+)\.\d+/gi;
   function cluesOf(text) {  // as kb explain: the vLLM files of a traceback, the releases named
     var files = {}, minors = [], m;
+    text = unescaped(text);
     TRACEBACK_FILE.lastIndex = 0;
     while ((m = TRACEBACK_FILE.exec(text)) !== null) files[m[1]] = true;
     RELEASE.lastIndex = 0;
@@ -167,6 +173,7 @@
     return w.length ? stripRight(stripLeft(w[w.length - 1])) : "";
   }
   function trailValue(after) {
+    after = after.replace(/^\s+/, "");
     var first = after.charAt(0);
     if (first && OPEN[first] !== undefined) {
       var end = bracketed(after, first, OPEN[first]);
@@ -190,12 +197,13 @@
     for (var t = 0; t < tries.length; t++) {
       var p = tries[t], lead = p[0] === "", trail = p[p.length - 1] === "";
       var core = p.slice(lead ? 1 : 0, trail ? p.length - 1 : p.length);
+      if (trail && core.length) core = core.slice(0, -1).concat([core[core.length - 1].replace(/\s+$/, "")]);
       if (!core.length || !core[0]) continue;
       var found = fit(core, text, false, false);
       if (!found) continue;
       var vals = found[0], pos = found[1];
       if (lead) { var v = leadValue(text.slice(0, text.indexOf(core[0]))); if (!v) continue; vals = [v].concat(vals); }
-      if (trail) { var w = trailValue(text.slice(pos)); if (!w) continue; vals = vals.concat([w]); }
+      if (trail) { var w = trailValue(text.slice(pos)); if (!w && text.slice(pos).trim()) continue; vals = vals.concat([w]); }
       return [vals, pos];
     }
     return null;
