@@ -348,7 +348,8 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
 
     fl = sub.add_parser("flags", help="the `vllm serve` flags of a vLLM tree, read from its source: defaults, "
-                                      "choices, help and the config field each sets")
+                                      "choices, help and the config field each sets; with --env, --config-json, "
+                                      "--request the other inputs")
     _source_options(fl)
     fl.add_argument("--json", action="store_true", help="print JSON: the whole model, the `config` part of "
                                                        "`kb scan`'s output (whatever view is chosen)")

@@ -544,3 +544,26 @@ def test_hostile_config_key_reads_and_request_classes_are_bounded(tmp_path: Path
     assert "\n  f2000\n" not in requests.stdout
     assert "warning: vllm/sampling_params.py:2002: SamplingParams: more than 2000 fields, the rest not read\n" \
         in requests.stderr
+
+
+def test_the_site_build_writes_api_config_json_byte_identical_twice(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kb.records.merge import build_records
+    from kb.scan.scanner import scan
+    from kb.scan.source import from_dir
+    from kb.site.build import BuildOptions, build_site
+
+    root = inputs_tree(tmp_path / "tree")
+    with from_dir(root, include_vendored=False) as t:
+        result = replace(scan(t, jobs=1), config=model_of(root))
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        build_site(result, BuildOptions(out, jobs=1), build_records(result))
+        outs.append(((out / "api/config.json").read_bytes(), (out / "api/config.schema.json").read_bytes()))
+    assert outs[0] == outs[1]
+    doc = json.loads(outs[0][0])
+    jsonschema.validate(doc, json.loads(outs[0][1]))
+    assert doc["release"] == "0.1.0" and doc["config"]["counts"]["request_fields"] == 17
+    assert "/api/config.json" in (tmp_path / "a/api/index.html").read_text()

@@ -25,7 +25,7 @@ from kb.config.values import Unknown, plain
 
 HF_OBJECTS = ("hf_config", "hf_text_config")
 KEY_DIRS = ("vllm/config/",)
-KEY_FILES = ("vllm/engine/arg_utils.py", "vllm/transformers_utils/model_arch_config_convertor.py",
+KEY_FILES = ("vllm/config.py", "vllm/engine/arg_utils.py", "vllm/transformers_utils/model_arch_config_convertor.py",
              "vllm/transformers_utils/config.py")
 MAX_KEY_FILES = 80
 MAX_READS = 20_000

@@ -195,7 +195,7 @@ def config_schema() -> dict[str, Any]:
             "format": {"const": CONFIG_API_FORMAT},
             "release": {"type": ["string", "null"]},
             "ref": {"type": "string"},
-            "commit": {"type": "string"},
+            "commit": {"type": ["string", "null"], "description": "null: not known (a folder outside git)"},
             "config": {"$ref": "#/$defs/config"},
         },
         "$defs": {name: scan["$defs"][name] for name in _CONFIG_DEFS},
