@@ -567,3 +567,22 @@ def test_the_site_build_writes_api_config_json_byte_identical_twice(tmp_path: Pa
     jsonschema.validate(doc, json.loads(outs[0][1]))
     assert doc["release"] == "0.1.0" and doc["config"]["counts"]["request_fields"] == 17
     assert "/api/config.json" in (tmp_path / "a/api/index.html").read_text()
+
+
+def test_keys_read_where_guards_are_outside_the_per_model_code(tmp_path: Path) -> None:
+    guard = '''
+def check(vllm_config):
+    text = vllm_config.model_config.hf_text_config
+    layers = getattr(text, "num_hidden_layers", 1)
+    if layers % vllm_config.parallel_config.pipeline_parallel_size:
+        raise ValueError("layers must divide")
+'''
+    per_model = '''
+def load(hf_config):
+    return hf_config.only_this_model_reads_it
+'''
+    m = model_of(inputs_tree(tmp_path / "tree", {"vllm/v1/worker/check.py": guard,
+                                                 "vllm/model_executor/models/llama.py": per_model,
+                                                 "vllm/v1/worker/unrelated.py": "def f(x):\n    return x.hidden\n"}))
+    assert reads(m, "num_hidden_layers") == [("hf_text_config", 1, True, ("num_hidden_layers",), "check", 3)]
+    assert m.config_key("only_this_model_reads_it") is None and m.config_key("hidden") is None

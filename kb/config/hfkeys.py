@@ -13,8 +13,9 @@ not keys."""
 from __future__ import annotations
 
 import ast
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -27,7 +28,10 @@ HF_OBJECTS = ("hf_config", "hf_text_config")
 KEY_DIRS = ("vllm/config/",)
 KEY_FILES = ("vllm/config.py", "vllm/engine/arg_utils.py", "vllm/transformers_utils/model_arch_config_convertor.py",
              "vllm/transformers_utils/config.py")
-MAX_KEY_FILES = 80
+# Per-model code reads its own checkpoint's keys (and vendored code is not vLLM's): left out.
+OTHER_EXCLUDED = ("vllm/model_executor/models/", "vllm/models/", "vllm/transformers_utils/configs/",
+                  "vllm/third_party/", "vllm/vllm_flash_attn/")
+MAX_KEY_FILES = 250
 MAX_READS = 20_000
 MAX_NODES = 2_000_000  # ast nodes visited over all files
 MAX_PATH = 4  # attribute levels below the config object
@@ -46,19 +50,37 @@ class _Read:
     line: int
 
 
-def key_files(paths: Sequence[str]) -> list[str]:
-    chosen = {p for p in paths if p.endswith(".py") and (p in KEY_FILES or p.startswith(KEY_DIRS))}
-    return sorted(chosen)[:MAX_KEY_FILES]
+def key_files(paths: Sequence[str], read: Callable[[str], bytes]) -> list[str]:
+    """The files that build and check the model config, then every other file outside the
+    per-model code that names a config object (where guards read keys), at most MAX_KEY_FILES."""
+    python = sorted(p for p in paths if p.endswith(".py"))
+    chosen = [p for p in python if p in KEY_FILES or p.startswith(KEY_DIRS)]
+    for p in python:
+        if len(chosen) >= MAX_KEY_FILES:
+            break
+        if p in chosen or not p.startswith("vllm/") or p.startswith(OTHER_EXCLUDED):
+            continue
+        try:
+            data = read(p)
+        except (OSError, KeyError, ValueError):
+            continue
+        if any(name.encode() in data for name in HF_OBJECTS):
+            chosen.append(p)
+    return chosen[:MAX_KEY_FILES]
 
 
 def read_config_keys(reader: Reader, paths: Sequence[str]) -> list[ConfigKey]:
     reads: list[_Read] = []
     budget = [MAX_NODES]
-    for path in key_files(paths):
+    for path in key_files(paths, reader.modules.read):
         module = reader.modules.get(module_name(path))
         if module is None:
             continue
-        walker = _Walker(reader, module, reads, budget)
+        try:
+            lines = reader.modules.read(path).decode("utf-8", "replace").splitlines()
+        except (OSError, KeyError, ValueError):
+            continue
+        walker = _Walker(reader, module, reads, budget, lines)
         walker.body(module.tree.body, "")
         if budget[0] <= 0:
             reader.warn(module, 1, f"config.json keys not all read: more than {MAX_NODES} nodes")
@@ -82,14 +104,23 @@ class _Walker:
     """One file: functions in order, each with its local aliases of config objects and its
     local lists of key names."""
 
-    def __init__(self, reader: Reader, module: Module, reads: list[_Read], budget: list[int]) -> None:
+    def __init__(self, reader: Reader, module: Module, reads: list[_Read], budget: list[int],
+                 lines: list[str]) -> None:
         self.reader = reader
         self.module = module
         self.reads = reads
         self.budget = budget
+        self.lines = lines
+
+    def mentions(self, node: ast.stmt, aliases: Sequence[str] = ()) -> bool:
+        """Whether the statement's lines name a config object or a local alias of one (every read does)."""
+        text = "\n".join(self.lines[node.lineno - 1:(node.end_lineno or node.lineno)])
+        return any(name in text for name in (*HF_OBJECTS, *aliases))
 
     def body(self, stmts: list[ast.stmt], scope: str) -> None:
         for stmt in stmts:
+            if not self.mentions(stmt):
+                continue
             if isinstance(stmt, ast.ClassDef):
                 self.body(stmt.body, f"{scope}{stmt.name}.")
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -113,6 +144,8 @@ class _Walker:
                     if names:
                         lists[target.id] = names
         for stmt in node.body:
+            if not self.mentions(stmt, list(aliases)):
+                continue
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt, f"{name}.{stmt.name}")
             else:
@@ -152,8 +185,9 @@ class _Walker:
             return tuple(e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
         if isinstance(node, ast.Name) and node.id in lists:
             return lists[node.id]
-        if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)):
-            value = self.reader.eval(node, Frame(self.module))
+        base = node.value if isinstance(node, ast.Subscript) else node
+        if isinstance(base, ast.Name) and base.id in self.module.bindings:
+            value = self.reader.eval(node, Frame(self.module))  # a module constant (`ALIASES["kv_heads"]`)
             if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
                 return tuple(value)
         return ()
@@ -254,6 +288,8 @@ class _Walker:
             if factory is not None:
                 return via, keys, Unknown(f"{_text(factory)}()"), True
             return via, keys, None, kind == "getattr_iter"
+        if not _simple(default_node):  # a call or an attribute: what it gives is the run time's
+            return via, keys, Unknown(_text(default_node)), True
         return via, keys, self.reader.eval(default_node, Frame(self.module)), True
 
     def record(self, read: tuple[str, tuple[str, ...], Any, bool], function: str, alternatives: tuple[str, ...],
@@ -266,6 +302,15 @@ class _Walker:
             if len(self.reads) < MAX_READS:
                 self.reads.append(_Read(key, via, value, has, tuple(dict.fromkeys(alternatives)), function,
                                         self.module.path, node.lineno))
+
+
+_SIMPLE = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.USub, ast.UAdd, ast.Not,
+           ast.Name, ast.Load)
+
+
+def _simple(node: ast.expr) -> bool:
+    """Constants, containers of them and names: a default the reader can give without running code."""
+    return all(isinstance(n, _SIMPLE) for n in itertools.islice(ast.walk(node), 200))
 
 
 def _text(node: ast.AST) -> str:

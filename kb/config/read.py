@@ -44,8 +44,10 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
         warnings.append(Located(parser_file or "vllm", 1, "flags not all read: nested too deeply"))
     flags, groups = _flags(reader.parser, _has_enable_disable(modules), warnings)
     env: list[EnvVar] = _inputs(modules, "environment variables", "vllm/envs.py", read_envs, warnings)
-    keys: list[ConfigKey] = _inputs(modules, "config.json keys", "vllm/config",
+    key_modules = Modules(list(paths), read)  # up to MAX_FILES of its own: keys are read across the tree
+    keys: list[ConfigKey] = _inputs(key_modules, "config.json keys", "vllm/config",
                                     lambda r: read_config_keys(r, paths), warnings)
+    warnings += key_modules.warnings
     fields: list[RequestField] = _inputs(modules, "request fields", "vllm/sampling_params.py",
                                          lambda r: read_request_fields(r, paths), warnings)
     warnings += modules.warnings + reader.warnings
