@@ -329,6 +329,14 @@ def test_fallbacks_in_vllms_order(model: ConfigModel) -> None:
     assert [r[1:4] for r in reads(model, "n_head_kv") if r[4] == "ModelConfig.verify"] == [(1, True, nested)]
 
 
+def test_the_keys_a_function_reads(model: ConfigModel) -> None:
+    assert model.keys_read_in("get_total_num_kv_heads") == ("n_head_kv", "num_key_value_heads", "num_kv_heads")
+    assert model.keys_read_in("Convertor.get_total_num_attention_heads") == ("num_attention_heads",)
+    assert model.keys_read_in("erify") == ()  # a whole name, not a suffix of one
+    assert model.keys_read_in("verify") == model.keys_read_in("ModelConfig.verify")
+    assert "dual_chunk_attention_config" in model.keys_read_in("verify")
+
+
 def test_writes_method_calls_and_the_objects_themselves_are_not_keys(model: ConfigModel) -> None:
     keys = {k.key for k in model.config_keys}
     assert not keys & {"written_not_read", "get_text_config", "hf_config", "hf_text_config", ""}

@@ -161,6 +161,12 @@ class ConfigModel:
     def config_key(self, key: str) -> Optional[ConfigKey]:
         return next((k for k in self.config_keys if k.key == key), None)
 
+    def keys_read_in(self, function: str) -> tuple[str, ...]:
+        """The config.json keys read in a function (`get_total_num_kv_heads`, or `Class.method`), sorted:
+        what a guard calling that function depends on."""
+        return tuple(k.key for k in self.config_keys
+                     if any(r.function == function or r.function.endswith("." + function) for r in k.reads))
+
     def request_field(self, model: str, name: str) -> Optional[RequestField]:
         return next((f for f in self.request_fields if f.model == model and f.name == name), None)
 
