@@ -110,7 +110,8 @@ class Convertor:
 
     def get_total_num_kv_heads(self) -> int:
         names = CONFIG_FIELD_ALIASES["total_num_kv_heads"]
-        return getattr_iter(self.hf_text_config, names, default_factory=self.get_total_num_attention_heads)
+        default_factory = self.get_total_num_attention_heads
+        return getattr_iter(self.hf_text_config, names, default_factory=default_factory)
 
     def derive_max_model_len(self) -> float:
         possible_keys = ["max_position_embeddings", "n_positions"]
@@ -315,9 +316,9 @@ def test_attribute_getattr_and_hasattr_reads_with_their_defaults(model: ConfigMo
 def test_fallbacks_in_vllms_order(model: ConfigModel) -> None:
     kv = ("n_head_kv", "num_kv_heads", "num_key_value_heads")
     assert reads(model, "num_kv_heads") == [
-        ("hf_text_config", "self.get_total_num_attention_heads()", True, kv, "Convertor.get_total_num_kv_heads", 14)]
+        ("hf_text_config", "self.get_total_num_attention_heads()", True, kv, "Convertor.get_total_num_kv_heads", 15)]
     loop = ("max_position_embeddings", "n_positions")
-    assert reads(model, "n_positions") == [("hf_text_config", None, True, loop, "Convertor.derive_max_model_len", 20)]
+    assert reads(model, "n_positions") == [("hf_text_config", None, True, loop, "Convertor.derive_max_model_len", 21)]
     # `getattr(cfg, "x", None) or getattr(cfg, "y", 4096)` through a local alias of the config object
     assert reads(model, "sliding_window") == [
         ("hf_text_config", None, True, ("sliding_window", "attention_window"), "ModelConfig.verify", 15)]
@@ -398,7 +399,7 @@ def test_kb_flags_views(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["flags", "--source", str(root), "--config-json"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("vLLM 0.1.0: 11 config.json keys read by vLLM\n")
-    assert ("\n  num_kv_heads\n      hf_text_config; vllm/transformers_utils/model_arch_config_convertor.py:14 "
+    assert ("\n  num_kv_heads\n      hf_text_config; vllm/transformers_utils/model_arch_config_convertor.py:15 "
             "Convertor.get_total_num_kv_heads; tried with: n_head_kv, num_kv_heads, num_key_value_heads; "
             "default: \"self.get_total_num_attention_heads()\"\n") in out
     assert "vllm/config/model.py:9 ModelConfig.verify; required\n" in out

@@ -72,6 +72,7 @@ def test_config_json_keys_with_vllms_fallbacks(model_0_33) -> None:
     (base,) = [r for r in kv.reads if r.function == "ModelArchConfigConvertorBase.get_total_num_kv_heads"]
     assert base.alternatives == ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
                                  "num_attention_groups")
+    assert base.default == "self.get_total_num_attention_heads()"  # vLLM's default_factory, by what it names
     max_len = model_0_33.config_key("max_position_embeddings")
     assert max_len is not None
     (derived,) = [r for r in max_len.reads if r.function.endswith(".derive_max_model_len_and_key")]

@@ -111,6 +111,7 @@ class _Walker:
         self.reads = reads
         self.budget = budget
         self.lines = lines
+        self.bound: dict[str, ast.expr] = {}
 
     def mentions(self, node: ast.stmt, aliases: Sequence[str] = ()) -> bool:
         """Whether the statement's lines name a config object or a local alias of one (every read does)."""
@@ -131,6 +132,7 @@ class _Walker:
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> None:
         aliases: dict[str, tuple[str, tuple[str, ...]]] = {}
         lists: dict[str, tuple[str, ...]] = {}
+        bound: dict[str, ast.expr] = {}  # `factory = self.get_heads`: shown by what it names
         for sub in self._walk(node):
             if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 target = sub.targets[0] if isinstance(sub, ast.Assign) and len(sub.targets) == 1 else \
@@ -143,6 +145,14 @@ class _Walker:
                     names = self.names(value, {})
                     if names:
                         lists[target.id] = names
+                    if isinstance(value, ast.Attribute):
+                        bound[target.id] = value
+        outer, self.bound = self.bound, bound
+        self._function_body(node, name, aliases, lists)
+        self.bound = outer
+
+    def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
+                       aliases: dict[str, tuple[str, tuple[str, ...]]], lists: dict[str, tuple[str, ...]]) -> None:
         for stmt in node.body:
             if not self.mentions(stmt, list(aliases)):
                 continue
@@ -286,6 +296,8 @@ class _Walker:
         if default_node is None:
             factory = next((k.value for k in node.keywords if k.arg == "default_factory"), None)
             if factory is not None:
+                if isinstance(factory, ast.Name) and factory.id in self.bound:
+                    factory = self.bound[factory.id]
                 return via, keys, Unknown(f"{_text(factory)}()"), True
             return via, keys, None, kind == "getattr_iter"
         if not _simple(default_node):  # a call or an attribute: what it gives is the run time's
