@@ -241,13 +241,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_flags(args: argparse.Namespace) -> int:
-    from kb.config.report import flags_json, flags_text
+    from kb.config.report import config_keys_text, env_text, flags_json, flags_text, request_text
     from kb.jobs import read_flags
 
     info, model = read_flags(_spec(args))
     for w in model.warnings:
         _warn(str(w))
-    _write(flags_json(info, model) if args.json else flags_text(info, model))
+    view = {"env": env_text, "config_json": config_keys_text, "request": request_text}.get(args.view, flags_text)
+    _write(flags_json(info, model) if args.json else view(info, model))
     return 0
 
 
@@ -347,9 +348,18 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
 
     fl = sub.add_parser("flags", help="the `vllm serve` flags of a vLLM tree, read from its source: defaults, "
-                                      "choices, help and the config field each sets")
+                                      "choices, help and the config field each sets; with --env, --config-json, "
+                                      "--request the other inputs")
     _source_options(fl)
-    fl.add_argument("--json", action="store_true", help="print JSON (the `config` part of `kb scan`'s output)")
+    fl.add_argument("--json", action="store_true", help="print JSON: the whole model, the `config` part of "
+                                                       "`kb scan`'s output (whatever view is chosen)")
+    views = fl.add_mutually_exclusive_group()
+    views.add_argument("--env", dest="view", action="store_const", const="env",
+                       help="the environment variables of vllm/envs.py instead: type, default, doc")
+    views.add_argument("--config-json", dest="view", action="store_const", const="config_json",
+                       help="the config.json keys vLLM reads instead: where, fallbacks, default")
+    views.add_argument("--request", dest="view", action="store_const", const="request",
+                       help="the request fields instead (SamplingParams, ChatCompletionRequest, CompletionRequest)")
     fl.set_defaults(func=cmd_flags)
 
     w = sub.add_parser("wordings", help="scan every published release and write the wordings file that ships with "

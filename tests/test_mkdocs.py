@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
@@ -63,6 +64,9 @@ def test_curated_pages_nav_and_api(tmp_path: Path, explicit_nav: bool) -> None:
         assert record["id"] == ident and (out / f"api/errors/{ident}").read_bytes() == (
             out / f"api/errors/{ident}.json").read_bytes()
     assert (out / "api/match-index.json").is_file() and (out / "search/search_index.json").is_file()
+    config_doc = json.loads((out / "api/config.json").read_text())  # the configuration model, with its schema
+    jsonschema.validate(config_doc, json.loads((out / "api/config.schema.json").read_text()))
+    assert config_doc["release"] == "0.1.0"
     assert not (tmp_path / "docs/errors").exists()  # nothing written into the docs folder
 
 

@@ -138,6 +138,7 @@ class Reader:
         self.instances: dict[tuple[str, str], Instance] = {}
         self.building: set[tuple[str, str]] = set()
         self.env_tables: dict[str, Any] = {}
+        self.unfollowed = 0  # statements reached whose effect on the control flow was not followed
 
     # --- bookkeeping ------------------------------------------------------------------------
     def step(self) -> None:
@@ -195,6 +196,8 @@ class Reader:
                 return ModuleRef(sub.name)
             if ref.name == "argparse" and attr == "SUPPRESS":
                 return SUPPRESS
+            if ref.name == "os" and attr == "environ":
+                return {}  # the environment is empty: what a getter returns when nothing is set
             return _STDLIB_CONSTANTS.get(f"{ref.name}.{attr}", Builtin(f"{ref.name}.{attr}"))
         if attr not in module.bindings:
             sub = self.modules.get(f"{ref.name}.{attr}")
@@ -778,6 +781,9 @@ class Reader:
             for alias in stmt.names:
                 frame.locals[alias.asname or alias.name.split(".")[0]] = ModuleRef(
                     alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(stmt, (ast.While, ast.Raise, ast.Assert, ast.Break, ast.Continue, ast.AsyncFor,
+                               ast.AsyncWith)) or type(stmt).__name__ in ("Match", "TryStar"):
+            self.unfollowed += 1  # reached, not followed: what comes after may not be what Python does
 
     def loop(self, stmt: ast.For, frame: Frame) -> None:
         items = self.iterate(self.eval(stmt.iter, frame))

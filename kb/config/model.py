@@ -56,19 +56,119 @@ class FlagGroup:
 
 
 @dataclass(frozen=True)
+class EnvVar:
+    """One entry of `environment_variables` in vllm/envs.py: `default` is what its getter returns
+    in an empty environment (JSON when `default_exact`, else the Python repr; its source text
+    when not `default_known`); `type` is the `if TYPE_CHECKING:` annotation, None if undeclared;
+    `doc` the comment block above the entry, as vLLM's docs show it."""
+
+    name: str
+    type: Optional[str]
+    default: JSON
+    default_exact: bool
+    default_known: bool
+    doc: str
+    file: str
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "default": self.default, "default_exact": self.default_exact,
+                "default_known": self.default_known, "doc": self.doc, "file": self.file, "line": self.line}
+
+
+@dataclass(frozen=True)
+class KeyRead:
+    """One place vLLM reads a config.json key off the model's Hugging Face config.
+
+    `via` is the object read (`hf_config`, `hf_text_config`); `default` the value used when
+    the key is absent (`has_default` False: the read fails without it); `alternatives` the
+    keys tried at the same place, in vLLM's order (this key among them)."""
+
+    via: str
+    default: JSON
+    has_default: bool
+    alternatives: tuple[str, ...]
+    function: str  # the enclosing Class.method or function
+    file: str
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"via": self.via, "default": self.default, "has_default": self.has_default,
+                "alternatives": list(self.alternatives), "function": self.function, "file": self.file,
+                "line": self.line}
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """A config.json key (`num_attention_heads`; nested keys dotted: `text_config.head_dim`)."""
+
+    key: str
+    reads: tuple[KeyRead, ...]  # sorted by (file, line)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "reads": [r.to_json() for r in self.reads]}
+
+
+@dataclass(frozen=True)
+class RequestField:
+    """A field of a request model (`SamplingParams`, `ChatCompletionRequest`, ...).
+
+    `default` as for flags (`required` when there is none); `constraints` are pydantic's
+    `ge`/`gt`/`le`/`lt`/`min_length`/`max_length` as the source states them."""
+
+    model: str
+    name: str
+    type: str
+    default: JSON
+    default_exact: bool
+    default_known: bool
+    required: bool
+    constraints: tuple[tuple[str, JSON], ...]
+    doc: str
+    file: str
+    line: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "name": self.name, "type": self.type, "default": self.default,
+                "default_exact": self.default_exact, "default_known": self.default_known,
+                "required": self.required, "constraints": dict(self.constraints), "doc": self.doc,
+                "file": self.file, "line": self.line}
+
+
+@dataclass(frozen=True)
 class ConfigModel:
-    """`flags` sorted by name; `warnings` say what could not be read (located)."""
+    """`flags` sorted by name; `env` by name; `config_keys` by key; `request_fields` by
+    (model, order in the class); `warnings` say what could not be read (located)."""
 
     flags: tuple[Flag, ...]
     groups: tuple[FlagGroup, ...]
     parser_file: Optional[str]  # where `make_arg_parser` was found
     warnings: tuple[Located, ...]
+    env: tuple[EnvVar, ...] = ()
+    config_keys: tuple[ConfigKey, ...] = ()
+    request_fields: tuple[RequestField, ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
         return {"flags": len(self.flags), "groups": len(self.groups),
                 "defaults_unresolved": sum(not f.default_known for f in self.flags),
-                "warnings": len(self.warnings)}
+                "env": len(self.env), "config_keys": len(self.config_keys),
+                "request_fields": len(self.request_fields), "warnings": len(self.warnings)}
+
+    def env_var(self, name: str) -> Optional[EnvVar]:
+        return next((e for e in self.env if e.name == name), None)
+
+    def config_key(self, key: str) -> Optional[ConfigKey]:
+        return next((k for k in self.config_keys if k.key == key), None)
+
+    def keys_read_in(self, function: str) -> tuple[str, ...]:
+        """The config.json keys read in a function (`get_total_num_kv_heads`, or `Class.method`), sorted:
+        what a guard calling that function depends on."""
+        return tuple(k.key for k in self.config_keys
+                     if any(r.function == function or r.function.endswith("." + function) for r in k.reads))
+
+    def request_field(self, model: str, name: str) -> Optional[RequestField]:
+        return next((f for f in self.request_fields if f.model == model and f.name == name), None)
 
     def flag(self, option: str) -> Optional[Flag]:
         return next((f for f in self.flags if option in f.options or f.dest == option), None)
@@ -80,5 +180,8 @@ class ConfigModel:
             "counts": self.counts,
             "groups": [{"title": g.title, "description": g.description} for g in self.groups],
             "flags": [f.to_json() for f in self.flags],
+            "env": [e.to_json() for e in self.env],
+            "config_keys": [k.to_json() for k in self.config_keys],
+            "request_fields": [f.to_json() for f in self.request_fields],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
+from kb.config.envs import read_envs
+from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
-from kb.config.model import JSON, ConfigModel, Flag, FlagGroup
+from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
+from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
 
@@ -40,8 +43,34 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
     except RecursionError:
         warnings.append(Located(parser_file or "vllm", 1, "flags not all read: nested too deeply"))
     flags, groups = _flags(reader.parser, _has_enable_disable(modules), warnings)
+    env: list[EnvVar] = _inputs(modules, "environment variables", "vllm/envs.py", read_envs, warnings)
+    key_modules = Modules(list(paths), read)  # up to MAX_FILES of its own: keys are read across the tree
+    keys: list[ConfigKey] = _inputs(key_modules, "config.json keys", "vllm/config",
+                                    lambda r: read_config_keys(r, paths), warnings)
+    warnings += key_modules.warnings
+    fields: list[RequestField] = _inputs(modules, "request fields", "vllm/sampling_params.py",
+                                         lambda r: read_request_fields(r, paths), warnings)
     warnings += modules.warnings + reader.warnings
-    return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)))
+    return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
+                       tuple(env), tuple(keys), tuple(fields))
+
+
+_T = TypeVar("_T")
+
+
+def _inputs(modules: Modules, what: str, where: str, read: Callable[[Reader], list[_T]],
+            warnings: list[Located]) -> list[_T]:
+    """One kind of input read with a reader (and step budget) of its own; its warnings kept."""
+    reader = Reader(modules)
+    out: list[_T] = []
+    try:
+        out = read(reader)
+    except Budget as e:
+        warnings.append(Located(where, 1, f"{what} not all read: {e}"))
+    except RecursionError:
+        warnings.append(Located(where, 1, f"{what} not all read: nested too deeply"))
+    warnings += reader.warnings
+    return out
 
 
 # vLLM's SortedHelpFormatter: a single newline inside a sentence is a space; paragraphs and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kb.config.model import ConfigModel, Flag
+from kb.config.model import JSON, ConfigModel, Flag
 from kb.model import TreeInfo
 
 FLAGS_FORMAT = "kb-flags/1"
@@ -57,4 +57,61 @@ def flags_text(info: TreeInfo, model: ConfigModel) -> str:
             lines += [f"      {x}" for x in facts]
             if f.help:
                 lines.append(f"      {_cut(f.help, HELP_WIDTH)}")
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: JSON, exact: bool, known: bool) -> str:
+    if not known:
+        return f"not read ({value})"
+    if not exact:
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def env_text(info: TreeInfo, model: ConfigModel) -> str:
+    """`kb flags --env`: one block per variable of vllm/envs.py, sorted by name."""
+    lines = [f"vLLM {info.release or info.ref}: {len(model.env)} environment variables, read from vllm/envs.py"]
+    for e in model.env:
+        lines += ["", f"  {e.name}", f"      default: {_cut(_value(e.default, e.default_exact, e.default_known), HELP_WIDTH)}"]
+        if e.type:
+            lines.append(f"      type: {e.type}")
+        if e.doc:
+            lines.append(f"      {_cut(e.doc, HELP_WIDTH)}")
+    return "\n".join(lines) + "\n"
+
+
+def config_keys_text(info: TreeInfo, model: ConfigModel) -> str:
+    """`kb flags --config-json`: each key with every place vLLM reads it, its fallbacks and default."""
+    lines = [f"vLLM {info.release or info.ref}: {len(model.config_keys)} config.json keys read by vLLM"]
+    for k in model.config_keys:
+        lines += ["", f"  {k.key}"]
+        for r in k.reads:
+            facts = [f"{r.via}", f"{r.file}:{r.line} {r.function}"]
+            others = [a for a in r.alternatives if a != k.key]
+            if others:
+                facts.append("tried with: " + ", ".join(r.alternatives))
+            facts.append(("default: " + _cut(json.dumps(r.default, ensure_ascii=False), 60)) if r.has_default
+                         else "required")
+            lines.append("      " + "; ".join(facts))
+    return "\n".join(lines) + "\n"
+
+
+def request_text(info: TreeInfo, model: ConfigModel) -> str:
+    """`kb flags --request`: the fields of each request model, in class order."""
+    models = list(dict.fromkeys(f.model for f in model.request_fields))
+    lines = [f"vLLM {info.release or info.ref}: {len(model.request_fields)} request fields of "
+             f"{', '.join(models) or 'no request model'}"]
+    for name in models:
+        members = [f for f in model.request_fields if f.model == name]
+        lines += ["", f"{name} ({members[0].file}):"]
+        for f in members:
+            facts = [f"type: {_cut(f.type, HELP_WIDTH)}",
+                     "required" if f.required else
+                     f"default: {_cut(_value(f.default, f.default_exact, f.default_known), HELP_WIDTH)}"]
+            if f.constraints:
+                facts.append("constraints: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in f.constraints))
+            lines.append(f"  {f.name}")
+            lines += [f"      {x}" for x in facts]
+            if f.doc:
+                lines.append(f"      {_cut(f.doc, HELP_WIDTH)}")
     return "\n".join(lines) + "\n"

@@ -32,7 +32,7 @@ from kb.jobs import curated_records, release_wordings, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav_title
 from kb.model import Record
 from kb.scan.source import SourceSpec
-from kb.site.api import SiteInfo, api_files, record_files
+from kb.site.api import SiteInfo, api_files, config_api_files, record_files
 from kb.site.views import error_view, summary
 
 log = logging.getLogger("mkdocs.plugins.vllm-errors")
@@ -115,6 +115,8 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
             for name, text in record_files(r, info):
                 files.append(File.generated(config, name, content=text))
         for name, text in api_files(records, info, release_wordings([("", scan)])):
+            files.append(File.generated(config, name, content=text))
+        for name, text in config_api_files(scan.config, info):
             files.append(File.generated(config, name, content=text))
         return files
 

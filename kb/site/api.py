@@ -7,16 +7,20 @@ and a plain "not curated yet"; lists stay empty and optional fields null.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kb.explain.index import match_index_json
 from kb.files import compact_json
 from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, trigger_text
+
+if TYPE_CHECKING:
+    from kb.config.model import ConfigModel
 
 SCHEMA_VERSION = 2
 NOT_CURATED = "Not curated yet."
@@ -171,6 +175,42 @@ def record_files(record: Record, info: SiteInfo) -> list[tuple[str, str]]:
     """/api/errors/<id> and the same with `.json`: one record, for the site and the MkDocs plugin."""
     text = compact_json(api_record(record, info))
     return [(f"api/errors/{record.id}", text), (f"api/errors/{record.id}.json", text)]
+
+
+CONFIG_API_FORMAT = "kb-config-api/1"
+_CONFIG_DEFS = ("config", "flag", "env_var", "config_key", "request_field")
+
+
+def config_schema() -> dict[str, Any]:
+    """The schema of /api/config.json: the scan schema's `config` definitions under a small envelope."""
+    scan = json.loads((SCHEMAS / "scan.schema.json").read_text(encoding="utf-8"))
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "config.schema.json",
+        "title": "vLLM's configuration, read from its source: flags, environment variables, config.json keys, "
+                 "request fields",
+        "type": "object", "additionalProperties": False,
+        "required": ["format", "release", "ref", "commit", "config"],
+        "properties": {
+            "format": {"const": CONFIG_API_FORMAT},
+            "release": {"type": ["string", "null"]},
+            "ref": {"type": "string"},
+            "commit": {"type": ["string", "null"], "description": "null: not known (a folder outside git)"},
+            "config": {"$ref": "#/$defs/config"},
+        },
+        "$defs": {name: scan["$defs"][name] for name in _CONFIG_DEFS},
+    }
+
+
+def config_api_files(model: Optional[ConfigModel], info: SiteInfo) -> Iterator[tuple[str, str]]:
+    """/api/config.json (the whole configuration model of the release) and its schema; nothing
+    when the scan carries no model."""
+    if model is None:
+        return
+    yield "api/config.json", compact_json({"format": CONFIG_API_FORMAT, "release": info.tree.release,
+                                           "ref": info.tree.ref, "commit": info.tree.commit,
+                                           "config": model.to_json()})
+    yield "api/config.schema.json", json.dumps(config_schema(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> Iterator[tuple[str, str]]:

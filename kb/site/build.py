@@ -23,7 +23,7 @@ from kb.files import compact_json
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
 from kb.releases.history import History
-from kb.site.api import SiteInfo, api_files, api_record, record_files
+from kb.site.api import SiteInfo, api_files, api_record, config_api_files, record_files
 from kb.site.highlight import css, highlight_excerpts
 from kb.site.output import Output
 from kb.site.releases import release_pages
@@ -306,6 +306,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found").replace(
         'href="./', 'href="/').replace('src="./', 'src="/')
     yield from api_files(every, info, wordings)
+    yield from config_api_files(scan.config, info)
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
         yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem)
