@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from kb.config.read import read_config
+from kb.config.store import config_of
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
 from kb.model import ScanResult, TreeInfo, Wording
@@ -92,7 +92,8 @@ def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTION
     try:
         with open_tree(spec, cache) as tree:
             result = scan(tree, exceptions, jobs=jobs, cache=facts, progress=progress, strict=strict, pool=pool)
-            result = replace(result, config=read_config(tree.paths, tree.read))
+            result = replace(result, config=config_of(tree.paths, tree.read, tree.stamp,
+                                                      cache / "config" if use_cache else None))
     finally:
         facts.close()
     if not result.sites:
@@ -103,7 +104,7 @@ def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTION
 def read_flags(spec: SourceSpec) -> tuple[TreeInfo, ConfigModel]:
     """The `vllm serve` flags of one tree, read from its source (kb.config); zero flags is an error."""
     with open_tree(spec, cache_dir()) as tree:
-        model = read_config(tree.paths, tree.read)
+        model = config_of(tree.paths, tree.read, tree.stamp, cache_dir() / "config")
         info = tree.info
     if not model.flags or model.parser_file is None:
         first = model.warnings[0] if model.warnings else None

@@ -595,3 +595,29 @@ def load(hf_config):
                                                  "vllm/v1/worker/unrelated.py": "def f(x):\n    return x.hidden\n"}))
     assert reads(m, "num_hidden_layers") == [("hf_text_config", 1, True, ("num_hidden_layers",), "check", 3)]
     assert m.config_key("only_this_model_reads_it") is None and m.config_key("hidden") is None
+
+
+def test_the_model_of_a_wheel_is_read_once_and_a_damaged_cache_is_read_again(tmp_path: Path) -> None:
+    """kb.config.store: the model round-trips through its JSON; a wheel's is kept under a key of
+    its members; a damaged cached file is replaced, never trusted."""
+    from kb.config.model import ConfigModel
+    from kb.config.store import config_of
+
+    calls: list[str] = []
+    files = {"vllm/__init__.py": b"", "vllm/envs.py": b'environment_variables = {"VLLM_X": lambda: "1"}\n'}
+
+    def read(p: str) -> bytes:
+        calls.append(p)
+        return files[p]
+
+    stamp = {p: f"crc:{len(d)}" for p, d in files.items()}.__getitem__
+    folder = tmp_path / "config"
+    first = config_of(sorted(files), read, stamp, folder)
+    assert ConfigModel.from_json(first.to_json()) == first
+    n = len(calls)
+    assert config_of(sorted(files), read, stamp, folder) == first and len(calls) == n  # from the cache
+    (cached,) = folder.iterdir()
+    cached.write_text('{"format": "kb-config/1", "flags": [{"name": 1}]}')
+    assert config_of(sorted(files), read, stamp, folder) == first and len(calls) > n  # read again
+    assert ConfigModel.from_json(json.loads(cached.read_text())) == first
+    assert config_of(sorted(files), read, None, folder) == first  # no stamps: no cache

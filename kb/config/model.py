@@ -48,6 +48,13 @@ class Flag:
             "config_field": self.config_field, "deprecated": self.deprecated, "file": self.file, "line": self.line,
         }
 
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Flag:
+        return Flag(d["name"], tuple(d["options"]), tuple(d["visible"]), d["dest"], d["action"], d["type"], d["nargs"],
+                    None if d["choices"] is None else tuple(d["choices"]), d["default"], d["default_exact"],
+                    d["default_known"], d["help"], d["group"], d["config_class"], d["config_field"], d["deprecated"],
+                    d["file"], d["line"])
+
 
 @dataclass(frozen=True)
 class FlagGroup:
@@ -75,6 +82,11 @@ class EnvVar:
         return {"name": self.name, "type": self.type, "default": self.default, "default_exact": self.default_exact,
                 "default_known": self.default_known, "doc": self.doc, "file": self.file, "line": self.line}
 
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> EnvVar:
+        return EnvVar(d["name"], d["type"], d["default"], d["default_exact"], d["default_known"], d["doc"], d["file"],
+                      d["line"])
+
 
 @dataclass(frozen=True)
 class KeyRead:
@@ -97,6 +109,11 @@ class KeyRead:
                 "alternatives": list(self.alternatives), "function": self.function, "file": self.file,
                 "line": self.line}
 
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> KeyRead:
+        return KeyRead(d["via"], d["default"], d["has_default"], tuple(d["alternatives"]), d["function"], d["file"],
+                       d["line"])
+
 
 @dataclass(frozen=True)
 class ConfigKey:
@@ -107,6 +124,10 @@ class ConfigKey:
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "reads": [r.to_json() for r in self.reads]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ConfigKey:
+        return ConfigKey(d["key"], tuple(KeyRead.from_json(r) for r in d["reads"]))
 
 
 @dataclass(frozen=True)
@@ -133,6 +154,11 @@ class RequestField:
                 "default_exact": self.default_exact, "default_known": self.default_known,
                 "required": self.required, "constraints": dict(self.constraints), "doc": self.doc,
                 "file": self.file, "line": self.line}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> RequestField:
+        return RequestField(d["model"], d["name"], d["type"], d["default"], d["default_exact"], d["default_known"],
+                            d["required"], tuple(d["constraints"].items()), d["doc"], d["file"], d["line"])
 
 
 @dataclass(frozen=True)
@@ -185,3 +211,15 @@ class ConfigModel:
             "request_fields": [f.to_json() for f in self.request_fields],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ConfigModel:
+        """The model back from `to_json` (the cache of kb.config.store); KeyError/TypeError on another shape."""
+        if d.get("format") != CONFIG_FORMAT:
+            raise ValueError(f"not {CONFIG_FORMAT}")
+        return ConfigModel(
+            tuple(Flag.from_json(f) for f in d["flags"]),
+            tuple(FlagGroup(g["title"], g["description"]) for g in d["groups"]), d["parser_file"],
+            tuple(Located(w["path"], w["line"], w["message"]) for w in d["warnings"]),
+            tuple(EnvVar.from_json(e) for e in d["env"]), tuple(ConfigKey.from_json(k) for k in d["config_keys"]),
+            tuple(RequestField.from_json(f) for f in d["request_fields"]))
