@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional
 
 from kb.checks.verify import verify_records
+from kb.config.resolve import SetByReader
 from kb.model import Entry, Located, RaiseSite, Record, ScanResult
 from kb.records.present import (
     related_ids,
@@ -54,6 +55,10 @@ def group_sites(sites: Sequence[RaiseSite]) -> dict[str, list[RaiseSite]]:
 def build_records(scan: ScanResult) -> list[Record]:
     """Records sorted by (file, first line, id), without curated entries."""
     by_id = group_sites(scan.sites)
+    reader = SetByReader(scan.config)
+    by_file: dict[str, list[RaiseSite]] = {}
+    for s in scan.sites:
+        by_file.setdefault(s.file, []).append(s)
     slugs = unique_slugs([(i, slug_base(s[0].template, s[0]), s[0].file) for i, s in sorted(by_id.items())])
     related = related_ids(by_id)
     records = [
@@ -66,6 +71,7 @@ def build_records(scan: ScanResult) -> list[Record]:
             sites=tuple(sites),
             subsystem=subsystem_of(sites[0].file),
             related=related[ident],
+            setby=reader.set_by(sites, by_file[sites[0].file]),
         )
         for ident, sites in by_id.items()
     ]
