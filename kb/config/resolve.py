@@ -127,6 +127,7 @@ class Scope:
     function: str
     locals: dict[str, str] = field(default_factory=dict)
     validated: dict[str, str] = field(default_factory=dict)  # a field_validator's parameter -> the field
+    memo: dict[tuple[tuple[str, ...], str, int], list[Input]] = field(default_factory=dict, compare=False, repr=False)
 
 
 class Rule(Protocol):
@@ -223,7 +224,7 @@ class FlagRule:
         if owner in self.names and name in CHECKPOINT_FIELDS:
             return Input(CHECKPOINT, f"{shown}.{name}", text, f"{shown}.{name}, which vLLM derives from the model "
                          "checkpoint (config.json and its architecture)")
-        if (owner in self.names or owner in self.json) and not name.endswith("()") and not name.startswith("_"):
+        if (owner in self.names or owner in self.json) and not name.endswith("()"):
             return Input(INTERNAL, f"{shown}.{name}", text, f"the field {shown}.{name}, which no `vllm serve` flag "
                          "sets: internal, not set by users")
         return None
@@ -374,10 +375,18 @@ class Resolver:
         self.rules = tuple(rules)
 
     def resolve(self, parts: tuple[str, ...], text: str, scope: Scope, depth: int = 0) -> list[Input]:
+        key = (parts, text, depth)
+        if key not in scope.memo:
+            scope.memo[key] = self._resolve(parts, text, scope, depth)
+        return scope.memo[key]
+
+    def _resolve(self, parts: tuple[str, ...], text: str, scope: Scope, depth: int) -> list[Input]:
         if parts[0] in scope.locals and depth < MAX_DEPTH and not (len(parts) > 1 and parts[0].endswith("_config")):
             source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[parts[0]])
             if len(parts) > 1:
                 source = f"({source})." + ".".join(parts[1:])
+            if re.search(rf"\b{re.escape(parts[0])}\b", source):  # `x = x or 1`: the x it reads is the earlier one
+                scope = replace(scope, locals={k: v for k, v in scope.locals.items() if k != parts[0]}, memo={})
             return self.resolve_text(source, scope, depth + 1)
         for rule in self.rules:
             found = rule(parts, text, scope)
@@ -405,30 +414,13 @@ class Resolver:
         if _parse(text) is None:
             return text
         node = ast.parse(text.strip(), mode="eval").body  # a fresh tree: the parsed ones are shared
-        names: dict[str, str] = {}
-        memo = {} if memo is None else memo
-        resolver = self
-
-        class Swap(ast.NodeTransformer):
-            def generic_visit(self, node: ast.AST) -> ast.AST:
-                if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
-                    parts = _chain(node)
-                    if parts is not None and not (len(parts) == 1 and parts[0] in _BUILTINS):
-                        label = resolver.label_of(parts, node, scope, depth, memo)  # type: ignore[arg-type]
-                        if label is not None:
-                            key = f"_kb_{len(names)}_"
-                            names[key] = label
-                            return ast.Name(key, ast.Load())
-                        if not isinstance(node, ast.Call):
-                            return node  # a chain kb does not name: kept as vLLM wrote it
-                return super().generic_visit(node)
-
+        swap = _Swap(self, scope, depth, {} if memo is None else memo)
         try:
-            out = ast.unparse(Swap().visit(node))
+            out = ast.unparse(swap.visit(node))
         except (RecursionError, ValueError):
             return text
-        for key in sorted(names, key=len, reverse=True):
-            out = out.replace(key, names[key])
+        for key in sorted(swap.names, key=len, reverse=True):
+            out = out.replace(key, swap.names[key])
         return out
 
     def label_of(self, parts: tuple[str, ...], node: ast.expr, scope: Scope, depth: int,
@@ -452,6 +444,27 @@ class Resolver:
         return None
 
 
+class _Swap(ast.NodeTransformer):
+    """Replaces each chain that names a flag, a key or a variable by a placeholder name."""
+
+    def __init__(self, resolver: Resolver, scope: Scope, depth: int, memo: dict[str, Optional[str]]) -> None:
+        self.resolver, self.scope, self.depth, self.memo = resolver, scope, depth, memo
+        self.names: dict[str, str] = {}
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
+            parts = _chain(node)
+            if parts is not None and not (len(parts) == 1 and parts[0] in _BUILTINS):
+                label = self.resolver.label_of(parts, node, self.scope, self.depth, self.memo)
+                if label is not None:
+                    key = f"_kb_{len(self.names)}_"
+                    self.names[key] = label
+                    return ast.Name(key, ast.Load())
+                if not isinstance(node, ast.Call):
+                    return node  # a chain kb does not name: kept as vLLM wrote it
+        return super().generic_visit(node)
+
+
 def _text(parts: tuple[str, ...], node: ast.expr) -> str:
     return ast.unparse(node) if isinstance(node, ast.Call) else ".".join(parts)
 
@@ -460,15 +473,30 @@ def scope_of(site: RaiseSite) -> Scope:
     qual = site.fact.qualname.split(".")
     owner = qual[-2] if len(qual) > 1 and qual[-2][:1].isupper() else ""
     validated = {}
-    if site.fact.validation == "field_validator":  # `validate_mode_before(cls, value)` validates `mode`
-        name = re.sub(r"^_*(validate|check|verify)_|_(before|after|wrap)$", "", qual[-1])
-        validated = {"value": name, "v": name, "values": name}
+    if site.fact.validation == "field_validator":
+        field_name = _validated_field(site, qual[-1])
+        validated = {"value": field_name, "v": field_name, "values": field_name}
     loops = {}
     for c in site.fact.contexts:
         m = re.match(r"(?:async\s+)?for\s+(\w+)\s+in\s+(.+?):?\s*$", c.source) if c.kind == "for" else None
         if m:
             loops[m.group(1)] = m.group(2)
     return Scope(site.file, owner, qual[-1], loops | {d.name: d.source for d in site.fact.locals}, validated)
+
+
+def _validated_field(site: RaiseSite, function: str) -> str:
+    """The field a pydantic `field_validator` validates: its first argument where the excerpt
+    shows the decorator, else the function's name (`validate_mode_before` -> `mode`)."""
+    e = site.excerpt
+    lines = e.lines[: max(0, site.line - e.start)]
+    for n in range(len(lines) - 1, -1, -1):
+        if re.match(rf"\s*(?:async\s+)?def\s+{re.escape(function)}\b", lines[n]):
+            for above in reversed(lines[max(0, n - 6) : n]):
+                m = re.search(r"""field_validator\(\s*['"](\w+)['"]""", above)
+                if m:
+                    return m.group(1)
+            break
+    return re.sub(r"^_*(validate|check|verify)_|_(before|after|wrap)$", "", function)
 
 
 def _dedupe(inputs: Iterable[Input]) -> tuple[Input, ...]:
@@ -510,6 +538,7 @@ class SetByReader:
     def __init__(self, model: Optional[ConfigModel], rules: Optional[Sequence[Rule]] = None) -> None:
         self.resolver = Resolver(rules if rules is not None else default_rules(model))
         self.cache: dict[tuple[str, int, str], tuple[tuple[Input, ...], int]] = {}
+        self.scopes: dict[tuple[str, int, str], Scope] = {}
 
     def inputs(self, site: RaiseSite) -> tuple[tuple[Input, ...], int]:
         key = (site.file, site.line, site.id)
@@ -517,8 +546,14 @@ class SetByReader:
             self.cache[key] = self._inputs(site)
         return self.cache[key]
 
+    def scope(self, site: RaiseSite) -> Scope:
+        key = (site.file, site.line, site.id)
+        if key not in self.scopes:
+            self.scopes[key] = scope_of(site)
+        return self.scopes[key]
+
     def _inputs(self, site: RaiseSite) -> tuple[tuple[Input, ...], int]:
-        scope = scope_of(site)
+        scope = self.scope(site)
         found: list[Input] = []
         unparsed = 0
         for term in site.fact.guard_terms:
@@ -529,7 +564,7 @@ class SetByReader:
         return _dedupe(found), unparsed
 
     def trigger(self, site: RaiseSite) -> str:
-        scope = scope_of(site)
+        scope = self.scope(site)
         memo: dict[str, Optional[str]] = {}
         terms = [self.resolver.rewrite(t, scope, 0, memo) for t in site.fact.guard_terms]
         return " and ".join(f"({t})" if len(terms) > 1 and " or " in t else t for t in terms)
