@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kb import PINNED_VLLM  # noqa: E402
 from kb.config.resolve import REACHABILITY, SetByReader  # noqa: E402
 from kb.jobs import scan_release  # noqa: E402
-from kb.records.merge import build_records  # noqa: E402
+from kb.records.merge import attach_set_by, build_records  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402
 
 DCP = "d97d5d8528e2b364"
@@ -33,7 +33,7 @@ def main() -> None:
     args = ap.parse_args()
     scan = scan_release(SourceSpec(vllm_version=args.vllm_version))
     start = time.perf_counter()
-    records = build_records(scan)
+    records = attach_set_by(build_records(scan), scan.config)
     t_records = time.perf_counter() - start
     reader = SetByReader(scan.config)
     classed = sum(r.setby is not None and r.setby.reachability in REACHABILITY for r in records)

@@ -28,7 +28,7 @@ from kb.config.resolve import (
 from kb.jobs import scan_release
 from kb.mkdocs.pages import error_markdown
 from kb.model import Context, LocalDef, RaiseFact, RaiseSite, Record, ScanResult
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_record
 from kb.site.build import BuildOptions, build_site
@@ -97,8 +97,12 @@ def dcp_scan(tmp_path: Path) -> ScanResult:
     return scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "tree"))), use_cache=False)
 
 
+def records_of(scan: ScanResult) -> list[Record]:
+    return attach_set_by(build_records(scan), scan.config)
+
+
 def record_of(scan: ScanResult, template: str, file: str = "") -> Record:
-    found = [r for r in build_records(scan) if r.template == template and (not file or r.file == file)]
+    found = [r for r in records_of(scan) if r.template == template and (not file or r.file == file)]
     assert len(found) == 1, [r.template for r in build_records(scan)]
     return found[0]
 
@@ -151,7 +155,14 @@ def test_reachability_falls_back_to_where_it_is_raised_and_every_error_has_a_cla
     assert [(i.kind, i.key) for i in request.inputs] == [(UNRESOLVED, "request.n")]
     other = record_of(dcp_scan, "no state", "vllm/worker.py").setby
     assert other is not None and other.reachability == "internal invariant"
-    assert all(r.setby is not None and r.setby.reachability in REACHABILITY for r in build_records(dcp_scan))
+    assert all(r.setby is not None and r.setby.reachability in REACHABILITY for r in records_of(dcp_scan))
+
+
+def test_records_are_built_without_it_and_the_site_build_attaches_it(dcp_scan: ScanResult, tmp_path: Path) -> None:
+    assert all(r.setby is None for r in build_records(dcp_scan))  # kb explain, lint, check do not pay for it
+    r = record_of(dcp_scan, DCP)
+    page = build_and_read(dcp_scan, tmp_path, f"api/errors/{r.id}.json")
+    assert json.loads(page)["kb"]["setBy"] == r.setby.to_json()  # type: ignore[union-attr]
 
 
 def test_a_tree_without_flags_still_resolves_config_json_keys(tmp_path: Path) -> None:
@@ -159,7 +170,7 @@ def test_a_tree_without_flags_still_resolves_config_json_keys(tmp_path: Path) ->
 
     scan = fixture_scan(tmp_path / "tree")
     assert scan.config is None
-    (r,) = [r for r in build_records(scan) if r.template.startswith("The model's number of query heads")]
+    (r,) = [r for r in records_of(scan) if r.template.startswith("The model's number of query heads")]
     assert r.setby is not None
     assert {(i.kind, i.key) for i in r.setby.inputs} >= {(CONFIG_JSON, "num_attention_heads"),
                                                          (CONFIG_JSON, "num_key_value_heads")}
@@ -279,8 +290,8 @@ def test_no_flag_pages_without_a_parser(tmp_path: Path) -> None:
 
 
 def test_what_sets_this_is_deterministic(tmp_path: Path) -> None:
-    a = [r.setby for r in build_records(scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "a"))),
-                                                     use_cache=False))]
-    b = [r.setby for r in build_records(scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "b"))),
-                                                     use_cache=False))]
+    a = [r.setby for r in records_of(scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "a"))),
+                                                  use_cache=False))]
+    b = [r.setby for r in records_of(scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "b"))),
+                                                  use_cache=False))]
     assert a == b and all(x is not None for x in a)

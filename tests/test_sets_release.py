@@ -11,7 +11,7 @@ import pytest
 from kb.config.resolve import CONFIG_JSON, FLAG, REACHABILITY
 from kb.jobs import scan_release
 from kb.model import Record, ScanResult
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
 from kb.site.build import BuildOptions, build_site
 
@@ -26,7 +26,7 @@ def scan_0_33() -> ScanResult:
 
 @pytest.fixture(scope="module")
 def records(scan_0_33: ScanResult) -> list[Record]:
-    return build_records(scan_0_33)
+    return attach_set_by(build_records(scan_0_33), scan_0_33.config)
 
 
 def test_the_dcp_error_is_set_by_two_flags_and_two_config_json_keys(records: list[Record]) -> None:

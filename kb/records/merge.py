@@ -22,6 +22,7 @@ from kb.records.present import (
 )
 
 if TYPE_CHECKING:
+    from kb.config.model import ConfigModel
     from kb.releases.history import History
 
 
@@ -55,10 +56,6 @@ def group_sites(sites: Sequence[RaiseSite]) -> dict[str, list[RaiseSite]]:
 def build_records(scan: ScanResult) -> list[Record]:
     """Records sorted by (file, first line, id), without curated entries."""
     by_id = group_sites(scan.sites)
-    reader = SetByReader(scan.config)
-    by_file: dict[str, list[RaiseSite]] = {}
-    for s in scan.sites:
-        by_file.setdefault(s.file, []).append(s)
     slugs = unique_slugs([(i, slug_base(s[0].template, s[0]), s[0].file) for i, s in sorted(by_id.items())])
     related = related_ids(by_id)
     records = [
@@ -71,11 +68,24 @@ def build_records(scan: ScanResult) -> list[Record]:
             sites=tuple(sites),
             subsystem=subsystem_of(sites[0].file),
             related=related[ident],
-            setby=reader.set_by(sites, by_file[sites[0].file]),
         )
         for ident, sites in by_id.items()
     ]
     return sorted(records, key=lambda r: (r.file, r.line, r.id))
+
+
+def attach_set_by(records: Sequence[Record], config: Optional[ConfigModel]) -> list[Record]:
+    """Records with what sets each (kb.config.resolve) against the release's flag model: only
+    the pages need it, so only the site build and the MkDocs plugin pay for it. The earlier
+    checks of an error are looked for among the sites of its file in the same release."""
+    reader = SetByReader(config)
+    by_file: dict[tuple[Optional[str], str], list[RaiseSite]] = {}
+    for r in records:
+        by_file.setdefault((r.ref, r.file), []).extend(r.sites)
+    for sites in by_file.values():
+        sites.sort(key=lambda s: (s.line, s.id))
+    return [r if r.setby is not None else replace(r, setby=reader.set_by(r.sites, by_file[(r.ref, r.file)]))
+            for r in records]
 
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,

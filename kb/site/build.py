@@ -23,6 +23,7 @@ from kb.errors import KBError
 from kb.files import compact_json
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
+from kb.records.merge import attach_set_by
 from kb.releases.history import History
 from kb.site.api import SiteInfo, api_files, api_record, record_files
 from kb.site.flags import flag_pages
@@ -76,6 +77,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else ())
+    records = attach_set_by(records, scan.config)
     try:
         out = Output(options.output)
     except OSError as e:
