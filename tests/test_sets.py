@@ -295,3 +295,19 @@ def test_what_sets_this_is_deterministic(tmp_path: Path) -> None:
     b = [r.setby for r in records_of(scan_release(SourceSpec(source_dir=str(dcp_tree(tmp_path / "b"))),
                                                   use_cache=False))]
     assert a == b and all(x is not None for x in a)
+
+
+def test_hostile_help_and_names_reach_the_pages_escaped(tmp_path: Path) -> None:
+    evil = '<script>alert(1)</script> & `x` [y](javascript:z) {{ 7*7 }}'
+    root = dcp_tree(tmp_path / "tree")
+    parallel = root / "vllm/config/parallel.py"
+    parallel.write_text(parallel.read_text().replace("Number of decode context parallel groups.", evil))
+    scan = scan_release(SourceSpec(source_dir=str(root)), use_cache=False)
+    r = record_of(scan, DCP)
+    for path in (f"errors/{r.id}/index.html", "flags/decode-context-parallel-size/index.html"):
+        page = build_and_read(scan, tmp_path, path)
+        assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; `x`" in page
+        assert "{{ 7*7 }}" in page  # printed, never evaluated
+    md = error_markdown(error_view(r, SiteInfo(scan.tree), []), SiteInfo(scan.tree), {}, "../")
+    line = next(x for x in md.splitlines() if x.startswith("- `--decode-context-parallel-size`"))
+    assert "&lt;script&gt;" in line and "\\[y\\]\\(javascript:z\\)" in line and "<script>" not in line
