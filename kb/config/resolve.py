@@ -33,6 +33,7 @@ KIND_LABELS = {FLAG: "flag", CONFIG_JSON: "config.json key", CHECKPOINT: "from t
                ENV: "environment variable", HARDWARE: "hardware or run time", INTERNAL: "internal: not set by users",
                UNRESOLVED: "not resolved by kb"}
 
+_WORDS = re.compile(r"\w+")
 MAX_DEPTH = 6  # locals followed through locals
 MAX_REFS = 64  # references read per site
 MAX_TERM = 2000  # characters of a guard term parsed
@@ -192,9 +193,10 @@ class FlagRule:
                     _squash(scope.owner) not in self.json:
                 return None
             owner, rest = _squash(scope.owner), [scope.validated[parts[0]]]
+        written = parts[0]
         while owner is not None and len(rest) > 1 and rest[0].endswith("_config"):
             owner = self.owner_key(rest[0])  # self.parallel_config.x, vllm_config.model_config.x
-            rest = rest[1:]
+            written, rest = rest[0], rest[1:]
         if owner is None:
             return None
         if not rest:
@@ -203,7 +205,7 @@ class FlagRule:
                              "users set")
             return None
         name = rest[0]
-        shown = self.names.get(owner) or (scope.owner if _squash(scope.owner) == owner else owner)
+        shown = self.names.get(owner) or (scope.owner if _squash(scope.owner) == owner else written)
         f = self.by_field.get((owner, name))
         if f is None and owner.endswith("args"):
             f = self.by_dest.get(name)
@@ -385,7 +387,7 @@ class Resolver:
             source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[parts[0]])
             if len(parts) > 1:
                 source = f"({source})." + ".".join(parts[1:])
-            if re.search(rf"\b{re.escape(parts[0])}\b", source):  # `x = x or 1`: the x it reads is the earlier one
+            if parts[0] in _WORDS.findall(source):  # `x = x or 1`: the x it reads is the earlier one
                 scope = replace(scope, locals={k: v for k, v in scope.locals.items() if k != parts[0]}, memo={})
             return self.resolve_text(source, scope, depth + 1)
         for rule in self.rules:
