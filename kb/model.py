@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Self
 
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
+    from kb.config.resolve import SetBy
 
 REPO = "vllm-project/vllm"
 
@@ -398,6 +399,7 @@ class Record:
     ref: Optional[str] = None  # git ref of the release its sites come from, when not the newest
     aliases: tuple[str, ...] = ()  # older ids that now lead here
     checked: bool = False  # the entry's check passes its cases and vLLM's guard, its example fix runs right
+    setby: Optional[SetBy] = None  # what sets it: its guard's inputs resolved against the flag model
 
     @property
     def file(self) -> str:

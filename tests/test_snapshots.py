@@ -16,6 +16,7 @@ import pytest
 from kb.jobs import curated_records
 from kb.mkdocs.pages import error_markdown
 from kb.scan.document import scan_document
+from kb.records.merge import attach_set_by
 from kb.site.api import SiteInfo
 from kb.site.build import BuildOptions, build_site
 from kb.site.views import error_view, summary
@@ -51,7 +52,7 @@ def test_match_index(built, snapshot) -> None:
 
 def test_mkdocs_page(built, snapshot) -> None:
     result, merged, _ = built
-    records = {r.id: r for r in merged.records}
+    records = {r.id: r for r in attach_set_by(merged.records, result.config)}  # as the plugin does
     summaries = {i: summary(r) for i, r in records.items()}
     r = records[DCP]
     view = error_view(r, SiteInfo(result.tree), [summaries[i] for i in r.related])

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from typing import Optional
 from urllib.parse import quote
 
+from kb.config.resolve import KIND_LABELS, Input
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
 from kb.records.present import code_span, one_line, trigger_text
 from kb.site.api import SiteInfo
-from kb.site.views import ErrorView
+from kb.site.views import SHOWN_INPUTS, ErrorView
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
 
@@ -105,6 +106,7 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
         out += [md_text(view.facts), "",
                 "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
                 ""]
+    out += set_by_markdown(r)
     out += ["## Source", ""]
     for i, s in enumerate(view.sites):
         ex = s.excerpt
@@ -168,6 +170,42 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                           "prevention, common situations." if e else "Curated: nothing yet."), "",
             f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id}.json)", ""]
     return "\n".join(out)
+
+
+def set_by_markdown(r: Record) -> list[str]:
+    """The "What sets this" section: the same facts as the site's, flags as code (no flag pages here)."""
+    sb = r.setby
+    if sb is None:
+        return []
+    out = ["## What sets this", "",
+           "*From vLLM's source: kb follows every name the condition of this raise reads to the `vllm serve` flag, "
+           "config.json key, environment variable or run-time fact behind it.*", "",
+           f"Reachable through: **{md_text(sb.reachability)}** ({md_text(sb.basis)}).", ""]
+    if sb.trigger:
+        out += [f"Raised when {code(sb.trigger)} (the condition in the source, with users' names).", ""]
+    out += [_input_line(i) for i in sb.inputs[:SHOWN_INPUTS]] or [
+        "The condition reads no name: vLLM raises this whenever the line is reached."]
+    if sb.earlier:
+        out += ["", "Checked first: vLLM reaches this raise only when the checks before it in the same block did not "
+                "raise. They also read:", ""]
+        out += [_input_line(i) for i in sb.earlier[:SHOWN_INPUTS]]
+    return [*out, ""]
+
+
+def _input_line(i: Input) -> str:
+    text = f"- {code(i.key)} ({md_text(KIND_LABELS[i.kind])})"
+    if i.default is not None:
+        text += f", default {code(_cut(i.default, 120))}"
+    if i.choices:
+        text += ", one of " + ", ".join(code(c) for c in i.choices[:12]) + (" …" if len(i.choices) > 12 else "")
+    text += "."
+    if i.help:
+        text += " " + md_text(_cut(i.help, 300))
+    return text + f" Read as {code(_cut(i.read, 160))}: {md_text(i.via)}."
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, title: Optional[str] = None) -> str:

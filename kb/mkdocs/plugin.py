@@ -31,6 +31,7 @@ from kb.errors import KBError
 from kb.jobs import curated_records, release_wordings, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav_title
 from kb.model import Record
+from kb.records.merge import attach_set_by
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_files, config_api_files, record_files
 from kb.site.views import error_view, summary
@@ -94,7 +95,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
             problems = "\n".join(getattr(e, "problems", []))
             raise PluginError(f"vllm-errors: {e}" + (f"\n{problems}" if problems else "")) from None
         info = SiteInfo(scan.tree)
-        records = list(merged.records)
+        records = attach_set_by(merged.records, scan.config)
         shown = [r for r in records if r.curated] if o.include == "curated" else records
         self.records = shown
         titles = {r.id: r.title for r in shown}

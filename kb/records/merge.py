@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional
 
 from kb.checks.verify import verify_records
+from kb.config.resolve import SetByReader
 from kb.model import Entry, Located, RaiseSite, Record, ScanResult
 from kb.records.present import (
     related_ids,
@@ -21,6 +22,7 @@ from kb.records.present import (
 )
 
 if TYPE_CHECKING:
+    from kb.config.model import ConfigModel
     from kb.releases.history import History
 
 
@@ -70,6 +72,20 @@ def build_records(scan: ScanResult) -> list[Record]:
         for ident, sites in by_id.items()
     ]
     return sorted(records, key=lambda r: (r.file, r.line, r.id))
+
+
+def attach_set_by(records: Sequence[Record], config: Optional[ConfigModel]) -> list[Record]:
+    """Records with what sets each (kb.config.resolve) against the release's flag model: only
+    the pages need it, so only the site build and the MkDocs plugin pay for it. The earlier
+    checks of an error are looked for among the sites of its file in the same release."""
+    reader = SetByReader(config)
+    by_file: dict[tuple[Optional[str], str], list[RaiseSite]] = {}
+    for r in records:
+        by_file.setdefault((r.ref, r.file), []).extend(r.sites)
+    for sites in by_file.values():
+        sites.sort(key=lambda s: (s.line, s.id))
+    return [r if r.setby is not None else replace(r, setby=reader.set_by(r.sites, by_file[(r.ref, r.file)]))
+            for r in records]
 
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,

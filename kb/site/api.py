@@ -116,6 +116,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "check": e.check.to_json() if e is not None and e.check is not None else None,
             "references": list(e.references) if e is not None else [],
             "history": _history(record),
+            "setBy": record.setby.to_json() if record.setby is not None else None,
         },
     }
 

@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
+from kb.config.resolve import flag_slug
 from kb.errors import KBError
 from kb.files import compact_json
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
+from kb.records.merge import attach_set_by
 from kb.releases.history import History
 from kb.site.api import SiteInfo, api_files, api_record, config_api_files, record_files
+from kb.site.flags import flag_pages
 from kb.site.highlight import css, highlight_excerpts
 from kb.site.output import Output
 from kb.site.releases import release_pages
@@ -74,6 +77,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else ())
+    records = attach_set_by(records, scan.config)
     try:
         out = Output(options.output)
     except OSError as e:
@@ -164,7 +168,7 @@ def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, 
     follow from them), the curated entry, and what the page shows of related records."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
-                         repr(r.history), r.removed_since, r.ref, list(r.aliases),
+                         repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby),
                          [list(vars(summaries[i]).values()) for i in r.related]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
         h.update(repr(r.sites).encode())
@@ -244,7 +248,8 @@ def _batches(groups: list[Group], count: int) -> list[list[Group]]:
 def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summaries: dict[str, Summary],
                  wordings: Sequence[Wording]) -> Iterator[tuple[str, str]]:
     records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
-    counts = scan.counts | {"curated": sum(1 for r in records if r.curated)}
+    flags = len({flag_slug(f) for f in scan.config.flags}) if scan.config is not None else 0
+    counts = scan.counts | {"curated": sum(1 for r in records if r.curated), "flags": flags}
     by_subsystem: dict[str, list[Record]] = {}
     by_class: dict[str, list[Record]] = {}
     for r in records:
@@ -284,7 +289,9 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
                                 files=[(f, c, fix + h) for f, c, h in rows],
                                 pager={"pages": len(file_pages), "page": n, "base": "browse/files/"},
                                 crumbs=[("browse/", "Browse")], total=len(files))
-    yield "browse/index.html", browse_page(info, subsystems, classes, len(files))
+    yield "browse/index.html", browse_page(info, subsystems, classes, len(files), flags)
+    if scan.config is not None and flags:
+        yield from flag_pages(scan.config, records, info, summaries)
     for name, group in sorted(by_class.items()):
         pages = _paginate(group)
         for n, chunk in enumerate(pages, start=1):
@@ -309,7 +316,9 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     yield from config_api_files(scan.config, info)
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
-        yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem)
+        flag_urls = (["flags/", *sorted({f"flags/{flag_slug(f)}/" for f in scan.config.flags})]
+                     if scan.config is not None and flags else [])
+        yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem, flag_urls)
     static = data_dir("templates") / "static"
     for p in sorted(static.rglob("*")):
         if p.is_file():
@@ -321,10 +330,12 @@ def _paginate(items: list[T], size: int = PAGE_SIZE) -> list[list[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
 
 
-def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]]) -> str:
+def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]],
+             flag_urls: Sequence[str] = ()) -> str:
     urls = [f"{base}/", f"{base}/browse/", f"{base}/search/", f"{base}/api/", f"{base}/contribute/"]
     urls += [f"{base}/browse/{name}/" for name in sorted(by_subsystem)]
     urls += [f"{base}/errors/{r.id}/" for r in records]
+    urls += [f"{base}/{page}" for page in flag_urls]
     body = "".join(f"<url><loc>{_xml(u)}</loc></url>\n" for u in urls)
     return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{body}</urlset>\n'
 

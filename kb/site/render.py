@@ -17,12 +17,13 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
+from kb.config.resolve import KIND_LABELS
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
 from kb.paths import data_dir
 from kb.site.api import SiteInfo
 from kb.site.highlight import highlight_excerpts
-from kb.site.views import SHOWN_TRIGGERS, ErrorView, SiteView, Summary
+from kb.site.views import SHOWN_INPUTS, SHOWN_TRIGGERS, ErrorView, SiteView, Summary
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
@@ -147,6 +148,8 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "v": view,
         "excerpts": [excerpt_html(s, html_lines) if s.shown else Markup() for s in view.sites],
         "shown_triggers": SHOWN_TRIGGERS,
+        "kinds": KIND_LABELS,
+        "max_inputs": SHOWN_INPUTS,
         "issue_url": issue_url(record, info),
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")
@@ -180,9 +183,10 @@ def home_page(info: SiteInfo, curated: list[Summary], counts: dict[str, int], su
 
 
 def browse_page(info: SiteInfo, subsystems: list[tuple[str, int]], classes: list[tuple[str, int]],
-                files: int) -> str:
+                files: int, flags: int = 0) -> str:
     page = Page("browse/index.html")
-    ctx = _common(info, page, "Browse errors") | {"subsystems": subsystems, "classes": classes, "files": files}
+    ctx = _common(info, page, "Browse errors") | {"subsystems": subsystems, "classes": classes, "files": files,
+                                                  "flags": flags}
     return environment().get_template("browse.html.jinja2").render(ctx)
 
 

@@ -17,6 +17,7 @@ FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest wi
 SHORT_RADIUS = 3
 SHOWN_EXCERPTS = 10  # sites past these are listed without an excerpt: keeps every page under 50 KB
 SHOWN_TRIGGERS = 20  # conditions written out on a page; the rest are the linked sites
+SHOWN_INPUTS = 30  # inputs of "What sets this" on a page (all of them are in the API record)
 
 
 @dataclass(frozen=True)
