@@ -12,7 +12,7 @@ from typing import Any, Optional
 from kb.config.interp import MAX_STEPS, Budget, Frame, Reader
 from kb.config.model import EnvVar
 from kb.config.modules import Module
-from kb.config.values import Unknown, plain
+from kb.config.values import Unknown, plain, source_text
 
 ENVS_MODULE = "vllm.envs"
 MAX_ENV_VARS = 5_000
@@ -41,7 +41,7 @@ def read_envs(reader: Reader) -> list[EnvVar]:
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             continue
         name = key.value  # a key given twice: its last getter, as in a dict display
-        default: Any = Unknown(_text(value))
+        default: Any = Unknown(source_text(value))
         if spent < TOTAL_STEPS:
             reader.steps = MAX_STEPS - GETTER_STEPS  # each getter gets a budget of its own
             reader.unfollowed = 0
@@ -50,13 +50,13 @@ def read_envs(reader: Reader) -> list[EnvVar]:
             except Budget:
                 reader.warn(module, key, f"{name}: default not read: more than {GETTER_STEPS} steps")
             if reader.unfollowed:  # a `while`, `raise`, `match` on the way: the value would be a guess
-                default = Unknown(_text(value))
+                default = Unknown(source_text(value))
             spent += reader.steps - (MAX_STEPS - GETTER_STEPS)
             if spent >= TOTAL_STEPS:
                 reader.warn(module, key, f"defaults after {name} not read: more than {TOTAL_STEPS} steps in all")
         shown, exact = plain(default)
         known = not isinstance(default, Unknown)
-        out[name] = EnvVar(name, types.get(name), shown if known else _text(value), exact and known, known,
+        out[name] = EnvVar(name, types.get(name), shown if known else source_text(value), exact and known, known,
                            comment_above(lines, key.lineno), module.path, key.lineno)
     return sorted(out.values(), key=lambda e: e.name)
 
@@ -80,7 +80,7 @@ def declared_types(tree: ast.Module) -> dict[str, str]:
         if isinstance(stmt, ast.If) and _is_type_checking(stmt.test):
             for inner in stmt.body:
                 if isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
-                    types.setdefault(inner.target.id, _text(inner.annotation))
+                    types.setdefault(inner.target.id, source_text(inner.annotation))
     return types
 
 
@@ -96,7 +96,7 @@ def _default(reader: Reader, module: Module, getter: ast.expr) -> Any:
             return func
         return reader.call(func, [], {}, Frame(module), getter)
     except RecursionError:
-        return Unknown(_text(getter))
+        return Unknown(source_text(getter))
 
 
 def _source_lines(reader: Reader, module: Module) -> list[str]:
@@ -120,10 +120,3 @@ def comment_above(lines: list[str], lineno: int) -> str:
     block.reverse()
     return "\n".join(b for b in block if not _HEADING.match(b)).strip()
 
-
-def _text(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "<source>"
-    return text if len(text) <= 500 else text[:499] + "…"

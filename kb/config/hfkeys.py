@@ -22,7 +22,7 @@ from typing import Any, Optional
 from kb.config.interp import Frame, Reader
 from kb.config.model import JSON, ConfigKey, KeyRead
 from kb.config.modules import Module, module_name
-from kb.config.values import Unknown, plain
+from kb.config.values import Unknown, plain, source_text
 
 HF_OBJECTS = ("hf_config", "hf_text_config")
 KEY_DIRS = ("vllm/config/",)
@@ -298,10 +298,10 @@ class _Walker:
             if factory is not None:
                 if isinstance(factory, ast.Name) and factory.id in self.bound:
                     factory = self.bound[factory.id]
-                return via, keys, Unknown(f"{_text(factory)}()"), True
+                return via, keys, Unknown(f"{_short(factory)}()"), True
             return via, keys, None, kind == "getattr_iter"
         if not _simple(default_node):  # a call or an attribute: what it gives is the run time's
-            return via, keys, Unknown(_text(default_node)), True
+            return via, keys, Unknown(_short(default_node)), True
         return via, keys, self.reader.eval(default_node, Frame(self.module)), True
 
     def record(self, read: tuple[str, tuple[str, ...], Any, bool], function: str, alternatives: tuple[str, ...],
@@ -325,9 +325,5 @@ def _simple(node: ast.expr) -> bool:
     return all(isinstance(n, _SIMPLE) for n in itertools.islice(ast.walk(node), 200))
 
 
-def _text(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "<source>"
-    return text if len(text) <= 200 else text[:199] + "…"
+def _short(node: ast.AST) -> str:
+    return source_text(node, 200)

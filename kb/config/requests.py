@@ -15,7 +15,7 @@ from typing import Any, Optional
 from kb.config.fields import field_spec
 from kb.config.interp import ClassRef, Frame, Reader
 from kb.config.model import JSON, RequestField
-from kb.config.values import Unknown, plain
+from kb.config.values import Unknown, plain, source_text
 
 SAMPLING_MODULE = "vllm.sampling_params"
 REQUEST_MODELS = ("ChatCompletionRequest", "CompletionRequest")
@@ -104,7 +104,7 @@ def _field(reader: Reader, owner: ClassRef, stmt: ast.AnnAssign, model: str, doc
     shown, exact = plain(default) if has else (None, True)
     if has and not known:
         shown = default.text
-    return RequestField(model, name, _text(stmt.annotation), shown, exact and known, known, not has,
+    return RequestField(model, name, source_text(stmt.annotation), shown, exact and known, known, not has,
                         tuple(sorted(dict(constraints).items())), doc, owner.module.path, stmt.lineno)
 
 
@@ -149,10 +149,3 @@ def _is_classvar(annotation: ast.expr) -> bool:
     target = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     return _name(target) in ("ClassVar", "InitVar")
 
-
-def _text(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "<source>"
-    return text if len(text) <= 500 else text[:499] + "…"

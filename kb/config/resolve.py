@@ -21,6 +21,7 @@ from typing import Any, Optional, Protocol
 
 from kb.config.model import ConfigModel, Flag
 from kb.model import RaiseSite
+from kb.scan.extract import nesting_ok
 
 # Kinds of input, as pages name them.
 FLAG, CONFIG_JSON, CHECKPOINT, ENV, HARDWARE, INTERNAL, UNRESOLVED = (
@@ -310,13 +311,7 @@ def _parse(text: str) -> Optional[ast.expr]:
         node = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    stack: list[tuple[ast.AST, int]] = [(node, 1)]  # nested deeper than kb walks: not followed (counted as unparsed)
-    while stack:
-        n, depth = stack.pop()
-        if depth > MAX_NESTING:
-            return None
-        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(n))
-    return node
+    return node if nesting_ok(node, MAX_NESTING) else None  # nested deeper than kb walks: not followed
 
 
 def _chain(node: ast.expr) -> Optional[tuple[str, ...]]:

@@ -5,6 +5,7 @@ the classes below stand for what only the running program would have."""
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -177,3 +178,13 @@ def bounded(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)) and len(value) > MAX_ITEMS:
         return Unknown("<too many items>")
     return value
+
+
+def source_text(node: ast.AST, limit: int = 500) -> str:
+    """A node's source as a short text for a default or a type shown as written; `<source>` when
+    it cannot be unparsed."""
+    try:
+        text = ast.unparse(node)
+    except (ValueError, RecursionError):
+        return "<source>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
