@@ -130,6 +130,11 @@ def test_checker_verdict_follows_typed_values(curated_url: str, browser) -> None
     assert "raises this error" in verdict.inner_text()  # 48 // 12 = 4 query heads per KV head: 4 % 3 != 0
     page.fill("input[name=num_key_value_heads]", "")
     assert "Give a value for num_key_value_heads" in verdict.inner_text()
+    page.fill("input[name=num_key_value_heads]", "8")
+    page.fill("input[name=decode_context_parallel_size]", "0")  # as kb check: below the vocabulary's minimum
+    assert verdict.inner_text() == "decode_context_parallel_size must be at least 1, got 0 (kb check refuses it too)."
+    page.fill("input[name=decode_context_parallel_size]", "4")
+    assert "raises this error" in verdict.inner_text()
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert_not_blank(page.locator("#check").screenshot(path=str(SHOTS / "checker.png")))
     page.close()

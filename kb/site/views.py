@@ -63,6 +63,7 @@ class CheckInput:
     where: str
     type: str
     value: str  # an example value that raises, else the default, as the form shows it
+    minimum: str = ""  # the smallest value that means anything (kb check refuses less), "" when none
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def check_view(record: Record) -> Optional[CheckView]:
         default = inp.default if inp.default is not UNKNOWN else None
         example = next((case.inputs[name] for case in c.cases if case.raises and name in case.inputs), default)
         value = "" if example is None else example if isinstance(example, str) else json.dumps(example)
-        inputs.append(CheckInput(name, inp.doc, where, inp.type, value))
+        minimum = "" if inp.minimum is None else f"{inp.minimum:g}"
+        inputs.append(CheckInput(name, inp.doc, where, inp.type, value, minimum))
     return CheckView(tuple(inputs), readable(c.raises_when), json.dumps(to_tree(c.raises_when)),
                      c.source_check == "manual", c.source_reason)
 

@@ -92,12 +92,17 @@
   Array.prototype.forEach.call(document.querySelectorAll("form.checker"), function (form) {
     var tree = JSON.parse(form.dataset.tree), out = form.querySelector(".verdict");
     function update() {
-      var env = {};
+      var env = {}, bad = null;
       Array.prototype.forEach.call(form.querySelectorAll("input"), function (input) {
         var v = read(input);
         if (v !== undefined) env[input.name] = v;
+        if (!bad && typeof v === "number" && (isNaN(v) || (input.dataset.min && v < Number(input.dataset.min)))) {
+          bad = isNaN(v) ? input.name + " must be a number." :  // as kb check: the vocabulary's minimum
+            input.name + " must be at least " + input.dataset.min + ", got " + v + " (kb check refuses it too).";
+        }
       });
       out.hidden = false;
+      if (bad) { out.className = "verdict"; out.textContent = bad; return; }
       try {
         var raises = truthy(ev(tree, env));
         out.className = "verdict " + (raises ? "raises" : "ok");
