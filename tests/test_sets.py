@@ -241,7 +241,8 @@ def test_the_error_page_markdown_and_api_record_say_what_sets_it(dcp_scan: ScanR
     section = section[: section.index("</section>")]
     assert '<a href="../../flags/decode-context-parallel-size/"><code>--decode-context-parallel-size</code></a>' in section
     assert ", default <code>1</code>." in section and "Number of decode context parallel groups." in section
-    assert "<code>num_attention_heads</code> <span class=\"kind\">config.json key</span>" in section
+    assert ('<a href="../../config-json/num_attention_heads/"><code>num_attention_heads</code></a> '
+            '<span class="kind">config.json key</span>') in section
     assert '<a href="../../flags/tensor-parallel-size/"><code>--tensor-parallel-size</code></a>' in section
     assert "Reachable through: <strong>launch configuration</strong>" in section
     assert "From vLLM's source" in section

@@ -81,7 +81,7 @@ class Input:
     default: Optional[str] = None  # as vLLM's --help shows it
     choices: Optional[tuple[str, ...]] = None
     help: str = ""
-    flag_page: Optional[str] = None  # the flag's page, `flags/<name>/`
+    flag_page: Optional[str] = None  # its page: `flags/<name>/`, `env/<VAR>/`, `config-json/<key>/`
 
     @property
     def label(self) -> str:
@@ -154,6 +154,24 @@ def flag_slug(f: Flag) -> str:
     """`--tensor-parallel-size` -> `tensor-parallel-size`: one safe path segment, whatever the source."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", f.name.lstrip("-") or f.dest)[:100].strip("-")
     return slug or "flag"
+
+
+def page_slug(name: str) -> str:
+    """An environment variable or config.json key -> one safe path segment, whatever the source."""
+    slug = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.-]+", "-", name))[:100].strip("-.")
+    return slug + "-" if re.fullmatch(r"page-\d+", slug) else slug or "key"  # page-2/ is an index's
+
+
+def input_page(envs: frozenset[str], keys: frozenset[str], i: Input) -> Input:
+    """The input with the page of its environment variable or config.json key, when the tree has one
+    (`envs`, `keys`: the names the tree's config model holds)."""
+    if i.flag_page:
+        return i
+    if i.kind == ENV and i.key in envs:
+        return replace(i, flag_page=f"env/{page_slug(i.key)}/")
+    if i.kind == CONFIG_JSON and i.key in keys:
+        return replace(i, flag_page=f"config-json/{page_slug(i.key)}/")
+    return i
 
 
 class FlagRule:
@@ -534,6 +552,8 @@ class SetByReader:
 
     def __init__(self, model: Optional[ConfigModel], rules: Optional[Sequence[Rule]] = None) -> None:
         self.resolver = Resolver(rules if rules is not None else default_rules(model))
+        self.envs = frozenset(e.name for e in model.env) if model is not None else frozenset()
+        self.keys = frozenset(k.key for k in model.config_keys) if model is not None else frozenset()
         self.cache: dict[tuple[str, int, str], tuple[tuple[Input, ...], int]] = {}
         self.scopes: dict[tuple[str, int, str], Scope] = {}
 
@@ -558,7 +578,7 @@ class SetByReader:
                 unparsed += 1
                 continue
             found += self.resolver.resolve_text(term, scope)
-        return _dedupe(found), unparsed
+        return tuple(input_page(self.envs, self.keys, i) for i in _dedupe(found)), unparsed
 
     def trigger(self, site: RaiseSite) -> str:
         scope = self.scope(site)

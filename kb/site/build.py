@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
-from kb.config.resolve import flag_slug
+from kb.config.resolve import flag_slug, page_slug
 from kb.errors import KBError
 from kb.files import compact_json
 from kb.model import Record, ScanResult, Wording
@@ -26,6 +26,7 @@ from kb.paths import PACKAGE_DIR, data_dir
 from kb.records.merge import attach_set_by
 from kb.releases.history import History
 from kb.site.api import SiteInfo, api_files, api_record, config_api_files, record_files
+from kb.site.config_pages import env_pages, env_urls, key_pages, key_urls
 from kb.site.flags import flag_pages
 from kb.site.highlight import css, highlight_excerpts
 from kb.site.output import Output
@@ -249,7 +250,10 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
                  wordings: Sequence[Wording]) -> Iterator[tuple[str, str]]:
     records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
     flags = len({flag_slug(f) for f in scan.config.flags}) if scan.config is not None else 0
-    counts = scan.counts | {"curated": sum(1 for r in records if r.curated), "flags": flags}
+    env = len({page_slug(e.name) for e in scan.config.env}) if scan.config is not None else 0
+    keys = len({page_slug(k.key) for k in scan.config.config_keys}) if scan.config is not None else 0
+    counts = scan.counts | {"curated": sum(1 for r in records if r.curated), "flags": flags, "env_pages": env,
+                            "key_pages": keys}
     by_subsystem: dict[str, list[Record]] = {}
     by_class: dict[str, list[Record]] = {}
     for r in records:
@@ -292,6 +296,10 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     yield "browse/index.html", browse_page(info, subsystems, classes, len(files), flags)
     if scan.config is not None and flags:
         yield from flag_pages(scan.config, records, info, summaries)
+    if scan.config is not None and env:
+        yield from env_pages(scan.config, records, info, summaries)
+    if scan.config is not None and keys:
+        yield from key_pages(scan.config, records, info, summaries)
     for name, group in sorted(by_class.items()):
         pages = _paginate(group)
         for n, chunk in enumerate(pages, start=1):
@@ -318,6 +326,8 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     if info.site_url:
         flag_urls = (["flags/", *sorted({f"flags/{flag_slug(f)}/" for f in scan.config.flags})]
                      if scan.config is not None and flags else [])
+        if scan.config is not None:
+            flag_urls += env_urls(scan.config) + key_urls(scan.config)
         yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem, flag_urls)
     static = data_dir("templates") / "static"
     for p in sorted(static.rglob("*")):
