@@ -58,5 +58,7 @@ def test_the_dcp_page_and_its_flag_pages(scan_0_33: ScanResult, records: list[Re
             in section
         assert f'href="../../errors/{DCP}/"' in (site / f"flags/{flag}/index.html").read_text(encoding="utf-8")
     for key in ("num_attention_heads", "num_key_value_heads"):
-        assert f'<code>{key}</code> <span class="kind">config.json key</span>' in section
+        assert f'<a href="../../config-json/{key}/"><code>{key}</code></a> <span class="kind">config.json key</span>' \
+            in section
+        assert f'href="../../errors/{DCP}/"' in (site / f"config-json/{key}/index.html").read_text(encoding="utf-8")
     assert len(page.encode()) < 50_000
