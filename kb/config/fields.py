@@ -60,7 +60,7 @@ class Hint:
 
 
 # --- fields ---------------------------------------------------------------------------------------
-def _callee_name(node: ast.expr) -> str:
+def callee_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
@@ -73,9 +73,9 @@ def field_spec(reader: Reader, value: ast.expr, frame: Frame) -> Optional[FieldS
     None for a plain default."""
     from kb.config.interp import FunctionRef
 
-    if isinstance(value, ast.Call) and _callee_name(value.func) == "cast" and len(value.args) == 2:
+    if isinstance(value, ast.Call) and callee_name(value.func) == "cast" and len(value.args) == 2:
         value = value.args[1]  # `cast(dict[str, int], get_field(ModelConfig, "limit_mm_per_prompt"))`
-    if not isinstance(value, ast.Call) or _callee_name(value.func) not in ("field", "Field", "get_field"):
+    if not isinstance(value, ast.Call) or callee_name(value.func) not in ("field", "Field", "get_field"):
         return None
     func = reader.eval(value.func, frame)
     kwargs = {k.arg: k.value for k in value.keywords if k.arg is not None}
@@ -121,14 +121,14 @@ def factory_value(reader: Reader, factory: Any) -> Any:
 def is_dataclass(reader: Reader, cls: ClassRef) -> bool:
     for d in cls.node.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
-        if _callee_name(target) in ("dataclass", "config") or ast.unparse(target) in _DATACLASS_DECORATORS:
+        if callee_name(target) in ("dataclass", "config") or ast.unparse(target) in _DATACLASS_DECORATORS:
             return True
     return False
 
 
 def _is_classvar(annotation: ast.expr) -> bool:
     target = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-    return _callee_name(target) in ("ClassVar", "InitVar")
+    return callee_name(target) in ("ClassVar", "InitVar")
 
 
 def dataclass_fields(reader: Reader, cls: ClassRef) -> list[ConfigField]:
@@ -193,7 +193,7 @@ def hints(reader: Reader, node: Optional[ast.expr], module: Module, depth: int =
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return hints(reader, node.left, module, depth + 1) + hints(reader, node.right, module, depth + 1)
     if isinstance(node, ast.Subscript):
-        base = _callee_name(node.value)
+        base = callee_name(node.value)
         items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base == "Optional":
             return [*hints(reader, items[0], module, depth + 1), Hint("none")]
@@ -214,7 +214,7 @@ def hints(reader: Reader, node: Optional[ast.expr], module: Module, depth: int =
             return [Hint("dict")]
         return [Hint("other")]
     if isinstance(node, (ast.Name, ast.Attribute)):
-        name = _callee_name(node)
+        name = callee_name(node)
         if name in _BUILTIN_KINDS and (isinstance(node, ast.Name) or name in ("None", "NoneType")):
             found_local = isinstance(node, ast.Name) and name in module.bindings
             if not found_local:

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from kb.config.fields import field_spec
+from kb.config.fields import callee_name, field_spec
 from kb.config.interp import ClassRef, Frame, Reader
 from kb.config.model import JSON, RequestField
 from kb.config.values import Unknown, plain, source_text
@@ -121,9 +121,9 @@ def _annotated_constraints(reader: Reader, node: ast.expr, frame: Frame) -> list
     """`Annotated[int, Field(ge=-1)]` anywhere in the hint (also inside `| None`)."""
     out: list[tuple[str, JSON]] = []
     for sub in itertools.islice(ast.walk(node), 500):
-        if isinstance(sub, ast.Subscript) and _name(sub.value) == "Annotated" and isinstance(sub.slice, ast.Tuple):
+        if isinstance(sub, ast.Subscript) and callee_name(sub.value) == "Annotated" and isinstance(sub.slice, ast.Tuple):
             for extra in sub.slice.elts[1:]:
-                if isinstance(extra, ast.Call) and _name(extra.func) == "Field":
+                if isinstance(extra, ast.Call) and callee_name(extra.func) == "Field":
                     out += _constraints(reader, extra, frame)
     return out
 
@@ -137,15 +137,7 @@ def _attribute_docs(body: list[ast.stmt]) -> dict[str, str]:
     return docs
 
 
-def _name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
 def _is_classvar(annotation: ast.expr) -> bool:
     target = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-    return _name(target) in ("ClassVar", "InitVar")
+    return callee_name(target) in ("ClassVar", "InitVar")
 
