@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, KeyRead
 from kb.config.resolve import CONFIG_JSON, ENV, page_slug
@@ -82,14 +83,8 @@ def key_views(config: ConfigModel, records: Sequence[Record], summaries: dict[st
 
 def env_pages(config: ConfigModel, records: Sequence[Record], info: SiteInfo,
               summaries: dict[str, Summary]) -> Iterator[tuple[str, str]]:
-    views = env_views(config, records, summaries, info.tree.ref)
-    shown: list[EnvView] = []
-    seen: set[str] = set()
-    for v in views:
-        if v.slug in seen:  # two names of one slug: the first one has the page
-            continue
-        seen.add(v.slug)
-        shown.append(v)
+    shown = _one_per_slug(env_views(config, records, summaries, info.tree.ref))
+    for v in shown:
         path = f"env/{v.slug}/index.html"
         yield path, simple_page(path, "env.html.jinja2", info, f"{v.var.name}: vLLM environment variable", v=v,
                                 shown=SHOWN_ERRORS, doc_chars=SHOWN_DOC, crumbs=[("env/", "Environment variables")])
@@ -98,19 +93,27 @@ def env_pages(config: ConfigModel, records: Sequence[Record], info: SiteInfo,
 
 def key_pages(config: ConfigModel, records: Sequence[Record], info: SiteInfo,
               summaries: dict[str, Summary]) -> Iterator[tuple[str, str]]:
-    views = key_views(config, records, summaries, info.tree.ref)
-    shown: list[KeyView] = []
-    seen: set[str] = set()
-    for v in views:
-        if v.slug in seen:
-            continue
-        seen.add(v.slug)
-        shown.append(v)
+    shown = _one_per_slug(key_views(config, records, summaries, info.tree.ref))
+    for v in shown:
         path = f"config-json/{v.slug}/index.html"
         yield path, simple_page(path, "config-key.html.jinja2", info, f"{v.key.key}: config.json key", v=v,
                                 shown=SHOWN_ERRORS, shown_reads=SHOWN_READS,
                                 crumbs=[("config-json/", "config.json keys")])
     yield from _index("config-json/", "config-keys.html.jinja2", info, "config.json keys vLLM reads", shown)
+
+
+_V = TypeVar("_V", EnvView, KeyView)
+
+
+def _one_per_slug(views: Sequence[_V]) -> list[_V]:
+    """Two names of one slug: the first one has the page."""
+    seen: set[str] = set()
+    out = []
+    for v in views:
+        if v.slug not in seen:
+            seen.add(v.slug)
+            out.append(v)
+    return out
 
 
 def _index(base: str, template: str, info: SiteInfo, title: str,
