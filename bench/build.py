@@ -2,8 +2,11 @@
 
 Floor: read + `ast.parse` of every scanned file, one process. Cold: a fresh parsed-file cache
 and an empty output folder, all cores. Warm: the same build again over the built site.
+`--baseline REF`: also cold builds with kb's code at a git ref (the whole tree exported with `git archive`,
+run as `kb build` in a subprocess, like this checkout's, alternating, `--rounds` times each),
+and prints the ratio of their medians.
 
-    python bench/build.py [--vllm-version 0.33.0]
+    python bench/build.py [--vllm-version 0.33.0] [--baseline REF [--rounds 2]]
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,11 +51,49 @@ def sizes(site: Path) -> dict[str, tuple[int, int]]:
     return groups
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cold_cli_build(code: Path, wheel: Path, version: str, tmp: Path) -> float:
+    """Seconds of `kb build` run from the kb package in `code`, with a fresh cache holding only the wheel."""
+    cache = tmp / "cache"
+    (cache / "wheels").mkdir(parents=True)
+    os.symlink(wheel, cache / "wheels" / wheel.name)
+    env = {**os.environ, "KB_CACHE_DIR": str(cache), "PYTHONPATH": str(code)}
+    cmd = [sys.executable, "-c", "import sys; from kb.cli import main; sys.exit(main())",
+           "build", "--vllm-version", version, "-o", str(tmp / "site"), "--quiet"]
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=tmp, check=True)
+    return time.perf_counter() - start
+
+
+def against_baseline(ref: str, rounds: int, wheel: Path, version: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "baseline"
+        base.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        times: dict[str, list[float]] = {"baseline": [], "current": []}
+        for n in range(rounds):
+            for name, code in (("baseline", base), ("current", ROOT)):
+                run = Path(tmp) / f"{name}-{n}"
+                run.mkdir()
+                times[name].append(cold_cli_build(code, wheel, version, run))
+                print(f"  round {n + 1}: {name:8s} cold build {times[name][-1]:7.2f} s", flush=True)
+    b, c = statistics.median(times["baseline"]), statistics.median(times["current"])
+    print(f"cold build at {ref} (median of {rounds})  {b:7.2f} s")
+    print(f"cold build of this checkout            {c:7.2f} s   {c / b:5.2f}x the baseline   (target <= 1.2x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vllm-version", default=PINNED_VLLM)
+    ap.add_argument("--baseline", metavar="REF", help="also compare cold builds against kb at this git ref")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     wheel = download_wheel(args.vllm_version, cache_dir())
+    if args.baseline:
+        against_baseline(args.baseline, args.rounds, wheel, args.vllm_version)
     cores = os.cpu_count() or 1
     t_floor = floor(wheel)
     with tempfile.TemporaryDirectory() as tmp:

@@ -91,14 +91,29 @@ def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTION
     facts = FactCache(cache / "facts" if use_cache else None)
     try:
         with open_tree(spec, cache) as tree:
+            config_folder = cache / "config" if use_cache else None
+            # the configuration model is read by a worker while the others scan (None: read it here)
+            reading = pool.submit(_config_in_worker, spec, cache, config_folder) if pool is not None else None
             result = scan(tree, exceptions, jobs=jobs, cache=facts, progress=progress, strict=strict, pool=pool)
-            result = replace(result, config=config_of(tree.paths, tree.read, tree.stamp,
-                                                      cache / "config" if use_cache else None))
+            config = reading.result() if reading is not None else None
+            if config is None:
+                config = config_of(tree.paths, tree.read, tree.stamp, config_folder)
+            result = replace(result, config=config)
     finally:
         facts.close()
     if not result.sites:
         raise ScanError(f"no raise of {', '.join(exceptions)} found in {result.files} files: is this a vLLM tree?")
     return result
+
+
+def _config_in_worker(spec: SourceSpec, cache: Path, folder: Optional[Path]) -> Optional[ConfigModel]:
+    """In a worker process: the tree's configuration model, or None on any failure (the caller
+    then reads it itself, and reports what fails the way it always does)."""
+    try:
+        with open_tree(spec, cache) as tree:
+            return config_of(tree.paths, tree.read, tree.stamp, folder)
+    except Exception:  # reported by the caller's own read
+        return None
 
 
 def read_flags(spec: SourceSpec) -> tuple[TreeInfo, ConfigModel]:

@@ -55,6 +55,37 @@ class LocalDef(_Fields):
 
 
 @dataclass(frozen=True)
+class CallArg(_Fields):
+    """What one call passes for one parameter: the argument's source, or the default's."""
+
+    param: str
+    source: str
+    passed: bool  # False: the call leaves it to the parameter's default
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A call, in the same file, of the function a raise is in: what it passes for the
+    parameters the guard reads, the caller's assignments of the names those arguments read,
+    and (one hop further) the callers of the caller for its own parameters they read."""
+
+    qualname: str
+    line: int
+    args: tuple[CallArg, ...]
+    locals: tuple[LocalDef, ...]
+    callers: tuple[Caller, ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [self.qualname, self.line, [a.to_json() for a in self.args], [d.to_json() for d in self.locals],
+                [c.to_json() for c in self.callers]]
+
+    @staticmethod
+    def from_json(v: list[Any]) -> Caller:
+        return Caller(v[0], v[1], tuple(CallArg.from_json(a) for a in v[2]),
+                      tuple(LocalDef.from_json(d) for d in v[3]), tuple(Caller.from_json(c) for c in v[4]))
+
+
+@dataclass(frozen=True)
 class RaiseFact:
     """A raise statement as found in one file, before its exception class is resolved."""
 
@@ -74,6 +105,7 @@ class RaiseFact:
     validation: Optional[str]  # field_validator, model_validator, post_init, ... or None
     parts: tuple[str, ...] = ()  # templates of the parts of a list joined into the message at run time
     builder: str = ""  # the function called for the message (`raise ValueError(_make_msg(x))`), else ""
+    callers: tuple[Caller, ...] = ()  # same-file calls of its function, for the parameters the guard reads
 
     @property
     def guard(self) -> str:
@@ -85,6 +117,7 @@ class RaiseFact:
             self.template, self.unresolved, self.message_kind, list(self.guard_terms),
             [c.to_json() for c in self.contexts], [d.to_json() for d in self.locals],
             list(self.decorators), self.pydantic_class, self.validation, list(self.parts), self.builder,
+            [c.to_json() for c in self.callers],
         ]
 
     @staticmethod
@@ -92,7 +125,7 @@ class RaiseFact:
         return RaiseFact(
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], tuple(v[8]),
             tuple(Context.from_json(c) for c in v[9]), tuple(LocalDef.from_json(d) for d in v[10]),
-            tuple(v[11]), v[12], v[13], tuple(v[14]), v[15],
+            tuple(v[11]), v[12], v[13], tuple(v[14]), v[15], tuple(Caller.from_json(c) for c in v[16]),
         )
 
 

@@ -258,6 +258,8 @@ def field_kwargs(reader: Reader, cls: ClassRef, f: ConfigField) -> FieldKwargs:
     out = FieldKwargs(cls.name, f.name, {"default": f.default, "help": help_text})
     dataclass_hint = next((h for h in hs if h.kind == "dataclass"), None)
     kinds = {h.kind for h in hs}
+    if dataclass_hint is not None and dataclass_hint.cls is not None:
+        out.parses_into = dataclass_hint.cls.name
     if dataclass_hint is not None:
         out["type"] = Builtin("parse_dataclass")
         out["help"] += f"\n\n{_JSON_TIP}"

@@ -37,6 +37,7 @@ class Flag:
     deprecated: bool
     file: str
     line: int
+    parses_into: Optional[str] = None  # the config dataclass a JSON value of the flag is parsed into
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class Flag:
             "default": self.default, "default_exact": self.default_exact, "default_known": self.default_known,
             "help": self.help, "group": self.group, "config_class": self.config_class,
             "config_field": self.config_field, "deprecated": self.deprecated, "file": self.file, "line": self.line,
+            "parses_into": self.parses_into,
         }
 
     @staticmethod
@@ -53,7 +55,7 @@ class Flag:
         return Flag(d["name"], tuple(d["options"]), tuple(d["visible"]), d["dest"], d["action"], d["type"], d["nargs"],
                     None if d["choices"] is None else tuple(d["choices"]), d["default"], d["default_exact"],
                     d["default_known"], d["help"], d["group"], d["config_class"], d["config_field"], d["deprecated"],
-                    d["file"], d["line"])
+                    d["file"], d["line"], d["parses_into"])
 
 
 @dataclass(frozen=True)

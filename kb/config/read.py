@@ -227,4 +227,5 @@ def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located])
         choices=choices, default=value, default_exact=exact, default_known=known, help=help_text, group=group,
         config_class=origin.cls if origin else None, config_field=origin.name if origin else None,
         deprecated=kwargs.get("deprecated") is True, file=action["file"], line=action["line"],
+        parses_into=origin.parses_into if origin else None,
     )

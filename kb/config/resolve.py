@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Optional, Protocol
 
 from kb.config.model import ConfigModel, Flag
-from kb.model import RaiseSite
+from kb.model import Caller, RaiseSite
 from kb.scan.extract import nesting_ok
 
 # Kinds of input, as pages name them.
@@ -37,7 +37,7 @@ KIND_LABELS = {FLAG: "flag", CONFIG_JSON: "config.json key", CHECKPOINT: "from t
 _WORDS = re.compile(r"\w+")
 MAX_DEPTH = 6  # locals followed through locals
 MAX_REFS = 64  # references read per site
-MAX_TERM = 2000  # characters of a guard term parsed
+MAX_TERM = 5000  # characters of a guard term parsed (the scan keeps none longer)
 MAX_NESTING = 100  # levels of a term's syntax tree walked
 
 _BUILTINS = frozenset({"len", "isinstance", "hasattr", "getattr", "any", "all", "str", "int", "float", "bool", "type",
@@ -129,7 +129,23 @@ class Scope:
     function: str
     locals: dict[str, str] = field(default_factory=dict)
     validated: dict[str, str] = field(default_factory=dict)  # a field_validator's parameter -> the field
+    callers: tuple[Caller, ...] = ()  # same-file calls of the function, with what they pass
     memo: dict[tuple[tuple[str, ...], str, int], list[Input]] = field(default_factory=dict, compare=False, repr=False)
+    caller_scopes: dict[int, Scope] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def params(self) -> frozenset[str]:
+        """The parameters whose arguments the recorded calls show."""
+        return frozenset(a.param for c in self.callers for a in c.args)
+
+    def of_caller(self, c: Caller) -> Scope:
+        """Where a call of this function is: the caller's class, function and assignments."""
+        if id(c) not in self.caller_scopes:
+            qual = c.qualname.split(".")
+            owner = qual[-2] if len(qual) > 1 and qual[-2][:1].isupper() else ""
+            self.caller_scopes[id(c)] = Scope(self.file, owner, qual[-1], {d.name: d.source for d in c.locals},
+                                              callers=c.callers)
+        return self.caller_scopes[id(c)]
 
 
 class Rule(Protocol):
@@ -188,6 +204,9 @@ class FlagRule:
             self.by_dest.setdefault(f.dest, f)
         self.names = {_squash(f.config_class): f.config_class for f in flags if f.config_class}
         self.json = {_squash(f.dest): f for f in flags if f.dest.endswith("_config") and f.action == "store"}
+        for f in flags:  # the class a JSON value parses into (`--quantization-config` -> QuantizationConfigArgs)
+            if f.parses_into and f.action == "store":
+                self.json.setdefault(_squash(f.parses_into), f)
 
     def owner_of(self, name: str, scope: Scope) -> Optional[str]:
         if name in ("self", "cls"):
@@ -208,6 +227,10 @@ class FlagRule:
         owner = self.owner_of(parts[0], scope)
         rest = list(parts[1:])
         if parts[0] in scope.validated and scope.owner and parts[0] not in scope.locals:  # a validator's value
+            every = self.json.get(_squash(scope.owner)) if not scope.validated[parts[0]] else None
+            if every is not None:  # a model validator's input: the keys given to a JSON-valued flag
+                return flag_input(every, text, f"the keys given to {every.name}, which a model validator of "
+                                  f"{scope.owner} reads")
             if (_squash(scope.owner), scope.validated[parts[0]]) not in self.by_field and \
                     _squash(scope.owner) not in self.json:
                 return None
@@ -239,6 +262,12 @@ class FlagRule:
         if owner in self.names and name.endswith("()"):
             return Input(INTERNAL, f"{shown}.{name}", text, f"{shown}.{name}, a method vLLM computes from the "
                          "config's fields")
+        if owner == "engineargs" and re.fullmatch(r"create_\w+_config\(\)", name):
+            built = self.by_dest.get(name.removeprefix("create_").removesuffix("()"))
+            if built is not None:  # `self.create_speculative_config(...)`: built from --speculative-config
+                return flag_input(built, text, f"EngineArgs.{name}, which builds the config from {built.name}")
+            return Input(INTERNAL, f"EngineArgs.{name}", text, f"EngineArgs.{name}: the config object vLLM builds "
+                         "from the flags and passes along; the checks read its fields")
         if j is not None and not name.startswith("_"):
             return replace(flag_input(j, text, f"the field {shown}.{name}: the key {name} of {j.name} (a JSON value)"),
                            key=f"{j.name}.{name}")
@@ -293,6 +322,9 @@ def config_json_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optiona
 def env_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]:
     if parts[0] == "envs" and len(parts) > 1:
         return Input(ENV, parts[1], text, f"the environment variable {parts[1]}, through vllm.envs")
+    if parts == ("envs",):  # `getattr(envs, current_platform.device_control_env_var)`
+        return Input(ENV, "the environment", text, "an environment variable of vllm.envs whose name vLLM "
+                     "computes at run time")
     if parts[:2] in (("os", "environ"), ("os", "getenv()"), ("os", "environ.get()")) or parts[:3] == (
             "os", "environ", "get()"):
         m = re.search(r"""\(\s*['"](\w+)['"]|\[\s*['"](\w+)['"]""", text)
@@ -311,7 +343,8 @@ def hardware_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[I
 
 def constant_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]:
     head = parts[0].removesuffix("()")
-    if any(p.isupper() and len(p) > 1 for p in parts) or (head[:1].isupper() and len(parts) >= 1 and "()" not in parts[0]):
+    if any(p.isupper() and len(p) > 1 for p in parts) or (head[:1].isupper() and "()" not in parts[0]) or (
+            len(parts) == 2 and parts[0].islower() and parts[1][:1].isupper() and "()" not in parts[1]):  # me_quant.QuantizationMethods
         return Input(INTERNAL, text, text, "a constant or class of vLLM's source, not set by users")
     return None
 
@@ -351,9 +384,25 @@ def _chain(node: ast.expr) -> Optional[tuple[str, ...]]:
             return None
 
 
+def _named_attribute(node: ast.AST) -> Optional[tuple[str, ...]]:
+    """`getattr(x.y, "z", d)` or `hasattr(x.y, "z")` -> ("x", "y", "z"); else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str) and node.args[1].value.isidentifier()):
+        return None
+    inner = _chain(node.args[0])
+    return None if inner is None else (*inner, node.args[1].value)
+
+
 def references(node: ast.AST, bound: frozenset[str] = frozenset()) -> Iterator[tuple[tuple[str, ...], ast.expr]]:
     """The maximal attribute chains a node reads, outermost first; builtins' arguments are read,
     and of a comprehension the collections it walks (its own loop names are `bound`)."""
+    named = _named_attribute(node)
+    if named is not None and named[0] not in bound and isinstance(node, ast.Call):  # getattr(config, "x"): config.x
+        yield named, node
+        for a in node.args[2:]:
+            yield from references(a, bound)
+        return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BUILTINS:
         for a in [*node.args, *(k.value for k in node.keywords)]:
             yield from references(a, bound)
@@ -396,18 +445,50 @@ class Resolver:
         return scope.memo[key]
 
     def _resolve(self, parts: tuple[str, ...], text: str, scope: Scope, depth: int) -> list[Input]:
-        if parts[0] in scope.locals and depth < MAX_DEPTH and not (len(parts) > 1 and parts[0].endswith("_config")):
-            source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[parts[0]])
-            if len(parts) > 1:
-                source = f"({source})." + ".".join(parts[1:])
-            if parts[0] in _WORDS.findall(source):  # `x = x or 1`: the x it reads is the earlier one
-                scope = replace(scope, locals={k: v for k, v in scope.locals.items() if k != parts[0]}, memo={})
-            return self.resolve_text(source, scope, depth + 1)
+        local = parts[0] in scope.locals and depth < MAX_DEPTH
+        named = len(parts) > 1 and parts[0].endswith("_config")  # `parallel_config.x`: rules know it by name
+        if local and not named:
+            return self.follow_local(parts, scope, depth)
+        traced = parts[0] in scope.params and parts[0] not in scope.locals and depth < MAX_DEPTH
+        if traced and not parts[0].endswith("_config"):  # a `*_config` is named for its class: rules first
+            return self.through_callers(parts, text, scope, depth)
         for rule in self.rules:
             found = rule(parts, text, scope)
             if found is not None:
                 return [found]
+        if local:
+            return self.follow_local(parts, scope, depth)
+        if traced:
+            return self.through_callers(parts, text, scope, depth)
         return [Input(UNRESOLVED, text, text, "not followed by kb: a parameter, a call or a name it does not know")]
+
+    def follow_local(self, parts: tuple[str, ...], scope: Scope, depth: int) -> list[Input]:
+        """A local, read as the value the function assigned it before the raise."""
+        source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[parts[0]])
+        if len(parts) > 1:
+            source = f"({source})." + ".".join(parts[1:])
+        if parts[0] in _WORDS.findall(source):  # `x = x or 1`: the x it reads is the earlier one
+            scope = replace(scope, locals={k: v for k, v in scope.locals.items() if k != parts[0]}, memo={},
+                            caller_scopes={})
+        return self.resolve_text(source, scope, depth + 1)
+
+    def through_callers(self, parts: tuple[str, ...], text: str, scope: Scope, depth: int) -> list[Input]:
+        """A parameter, read as what each call of its function in the same file passes for it."""
+        out: list[Input] = []
+        for c in scope.callers:
+            arg = next((a for a in c.args if a.param == parts[0]), None)
+            where = f"{c.qualname} (line {c.line})"
+            if arg is None:
+                out.append(Input(UNRESOLVED, text, text, f"the parameter {parts[0]}, which the call in {where} "
+                                 "fills from *args or **kwargs: not followed by kb"))
+                continue
+            source = arg.source if len(parts) == 1 else f"({arg.source})." + ".".join(parts[1:])
+            how = f"passes {parts[0]}={arg.source}" if arg.passed else f"leaves {parts[0]} to its default {arg.source}"
+            found = self.resolve_text(source, scope.of_caller(c), depth + 1)
+            if not found:
+                out.append(Input(INTERNAL, text, text, f"{where} {how}: a constant of vLLM's source"))
+            out += [replace(i, via=f"{where} {how}; {i.via}") for i in found]
+        return out
 
     def resolve_text(self, text: str, scope: Scope, depth: int = 0) -> list[Input]:
         node = _parse(text)
@@ -416,7 +497,8 @@ class Resolver:
         out: list[Input] = []
         for parts, ref in references(node):
             found = self.resolve(parts, _text(parts, ref), scope, depth)
-            if isinstance(ref, ast.Call) and ref.args and found and not found[0].resolved and parts[0] not in ("self", "cls"):
+            if isinstance(ref, ast.Call) and parts[-1].endswith("()") and (ref.args or ref.keywords) and found and \
+                    not found[0].resolved and parts[0] not in ("self", "cls"):
                 continue  # a function of its arguments, which are read on their own
             out += found
             if len(out) >= MAX_REFS:
@@ -453,10 +535,30 @@ class Resolver:
                 else:
                     memo[parts[0]] = inner if isinstance(parsed, (ast.Name, ast.Attribute, ast.Call)) else f"({inner})"
             return memo[parts[0]]
+        if parts[0] in scope.params and parts[0] not in scope.locals and depth < MAX_DEPTH and \
+                not parts[0].endswith("_config"):
+            return self.caller_label(parts, scope, depth)
         found = self.resolve(parts, _text(parts, node), scope, depth)
         if len(found) == 1 and found[0].kind in (FLAG, CONFIG_JSON, ENV):
             return found[0].key
         return None
+
+
+    def caller_label(self, parts: tuple[str, ...], scope: Scope, depth: int) -> Optional[str]:
+        """A parameter written as what its callers pass, when they all pass the same users' names."""
+        shown: set[str] = set()
+        for c in scope.callers:
+            arg = next((a for a in c.args if a.param == parts[0]), None)
+            source = None if arg is None else arg.source if len(parts) == 1 else \
+                f"({arg.source})." + ".".join(parts[1:])
+            parsed = _parse(source) if source is not None else None
+            if source is None or parsed is None:
+                return None
+            inner = self.rewrite(source, scope.of_caller(c), depth + 1, {})
+            if inner == ast.unparse(parsed) or len(inner) > 120:
+                return None
+            shown.add(inner if isinstance(parsed, (ast.Name, ast.Attribute, ast.Call)) else f"({inner})")
+        return shown.pop() if len(shown) == 1 else None
 
 
 class _Swap(ast.NodeTransformer):
@@ -468,7 +570,7 @@ class _Swap(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
-            parts = _chain(node)
+            parts = _named_attribute(node) or _chain(node)
             if parts is not None and not (len(parts) == 1 and parts[0] in _BUILTINS):
                 label = self.resolver.label_of(parts, node, self.scope, self.depth, self.memo)
                 if label is not None:
@@ -491,12 +593,39 @@ def scope_of(site: RaiseSite) -> Scope:
     if site.fact.validation == "field_validator":
         field_name = _validated_field(site, qual[-1])
         validated = {"value": field_name, "v": field_name, "values": field_name}
-    loops = {}
+    elif site.fact.validation == "model_validator":
+        validated = {"data": "", "values": ""}  # every field given to the class
+    bound: dict[str, str] = {}
     for c in site.fact.contexts:
-        m = re.match(r"(?:async\s+)?for\s+(\w+)\s+in\s+(.+?):?\s*$", c.source) if c.kind == "for" else None
-        if m:
-            loops[m.group(1)] = m.group(2)
-    return Scope(site.file, owner, qual[-1], loops | {d.name: d.source for d in site.fact.locals}, validated)
+        if c.kind == "for":
+            bound.update(_loop_names(c.source))
+    for term in site.fact.guard_terms:
+        bound.update(_walrus_names(term))
+    return Scope(site.file, owner, qual[-1], bound | {d.name: d.source for d in site.fact.locals}, validated,
+                 site.fact.callers)
+
+
+@lru_cache(maxsize=16384)
+def _loop_names(head: str) -> tuple[tuple[str, str], ...]:
+    """`for family, buckets in value.items()` -> each name it binds, read as the collection it walks."""
+    try:
+        loop = ast.parse(head.rstrip(":") + ":\n    pass").body[0] if len(head) <= MAX_TERM else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not nesting_ok(loop, MAX_NESTING):
+        return ()
+    walked = ast.unparse(loop.iter)
+    return tuple((n.id, walked) for n in ast.walk(loop.target) if isinstance(n, ast.Name))
+
+
+@lru_cache(maxsize=16384)
+def _walrus_names(term: str) -> tuple[tuple[str, str], ...]:
+    """`(pooling_type := self.pooling_type)` in a guard: the name, read as its value."""
+    node = _parse(term) if ":=" in term else None
+    if node is None:
+        return ()
+    return tuple((n.target.id, ast.unparse(n.value)) for n in ast.walk(node)
+                 if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name))
 
 
 def _validated_field(site: RaiseSite, function: str) -> str:

@@ -74,13 +74,15 @@ class FieldKwargs(dict[str, Any]):
     """The argparse keyword arguments vLLM's `get_kwargs` makes for one config field,
     remembering which class and field they came from."""
 
-    def __init__(self, cls: str, name: str, items: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, cls: str, name: str, items: Optional[dict[str, Any]] = None,
+                 parses_into: Optional[str] = None) -> None:
         super().__init__(items or {})
         self.cls = cls
         self.name = name
+        self.parses_into = parses_into  # the config dataclass a JSON value of the field is parsed into
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FieldKwargs:
-        return FieldKwargs(self.cls, self.name, copy_value(dict(self)))
+        return FieldKwargs(self.cls, self.name, copy_value(dict(self)), self.parses_into)
 
 
 @dataclass
@@ -100,7 +102,7 @@ class Parser:
 def copy_value(value: Any) -> Any:
     """copy.deepcopy for the reader's values (bounded by what they can hold)."""
     if isinstance(value, FieldKwargs):
-        return FieldKwargs(value.cls, value.name, {k: copy_value(v) for k, v in value.items()})
+        return FieldKwargs(value.cls, value.name, {k: copy_value(v) for k, v in value.items()}, value.parses_into)
     if isinstance(value, DictInstance):
         return DictInstance(value.cls, {k: copy_value(v) for k, v in value.items()})
     if isinstance(value, dict):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional
 
 from kb.checks.verify import verify_records
-from kb.config.resolve import SetByReader
+from kb.config.resolve import SetBy, SetByReader
 from kb.model import Entry, Located, RaiseSite, Record, ScanResult
 from kb.records.present import (
     related_ids,
@@ -74,18 +74,58 @@ def build_records(scan: ScanResult) -> list[Record]:
     return sorted(records, key=lambda r: (r.file, r.line, r.id))
 
 
-def attach_set_by(records: Sequence[Record], config: Optional[ConfigModel]) -> list[Record]:
+PARALLEL_SET_BY = 1000  # records from which worker processes share the work
+
+
+def attach_set_by(records: Sequence[Record], config: Optional[ConfigModel], jobs: int = 1,
+                  min_parallel: int = PARALLEL_SET_BY) -> list[Record]:
     """Records with what sets each (kb.config.resolve) against the release's flag model: only
     the pages need it, so only the site build and the MkDocs plugin pay for it. The earlier
-    checks of an error are looked for among the sites of its file in the same release."""
-    reader = SetByReader(config)
+    checks of an error are looked for among the sites of its file in the same release. With
+    `jobs` > 1 and many records, worker processes resolve the files' records, the same way."""
     by_file: dict[tuple[Optional[str], str], list[RaiseSite]] = {}
     for r in records:
         by_file.setdefault((r.ref, r.file), []).extend(r.sites)
     for sites in by_file.values():
         sites.sort(key=lambda s: (s.line, s.id))
-    return [r if r.setby is not None else replace(r, setby=reader.set_by(r.sites, by_file[(r.ref, r.file)]))
-            for r in records]
+    todo = [(i, r) for i, r in enumerate(records) if r.setby is None]
+    items = [(r.sites, by_file[(r.ref, r.file)]) for _, r in todo]
+    if jobs > 1 and len(items) >= min_parallel:
+        from kb.workers import worker_pool
+
+        chunks = _file_chunks(todo, jobs * 4)
+        with worker_pool(jobs) as pool:
+            done = list(pool.map(_set_by_chunk, [config] * len(chunks), [[items[k] for k in c] for c in chunks]))
+        found: dict[int, SetBy] = {}
+        for chunk, results in zip(chunks, done):
+            found.update(zip(chunk, results))
+    else:
+        found = dict(enumerate(_set_by_chunk(config, items)))
+    out = list(records)
+    for k, (i, r) in enumerate(todo):
+        out[i] = replace(r, setby=found[k])
+    return out
+
+
+def _set_by_chunk(config: Optional[ConfigModel],
+                  items: Sequence[tuple[tuple[RaiseSite, ...], list[RaiseSite]]]) -> list[SetBy]:
+    reader = SetByReader(config)
+    return [reader.set_by(sites, siblings) for sites, siblings in items]
+
+
+def _file_chunks(todo: Sequence[tuple[int, Record]], count: int) -> list[list[int]]:
+    """Positions in `todo`, about `count` chunks of similar site counts, a file never split."""
+    files: dict[tuple[Optional[str], str], list[int]] = {}
+    for k, (_, r) in enumerate(todo):
+        files.setdefault((r.ref, r.file), []).append(k)
+    groups = sorted(files.values(), key=lambda g: (-sum(len(todo[k][1].sites) for k in g), g[0]))
+    chunks: list[list[int]] = [[] for _ in range(min(count, len(groups)))]
+    sizes = [0] * len(chunks)
+    for g in groups:
+        i = sizes.index(min(sizes))
+        chunks[i] += g
+        sizes[i] += sum(len(todo[k][1].sites) for k in g)
+    return [c for c in chunks if c]
 
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,

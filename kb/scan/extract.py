@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import collections
 import copy
 import re
 from collections.abc import Callable, Iterator
@@ -18,7 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from kb.model import Builder, ClassFact, Context, FileFacts, LocalDef, RaiseFact
+from kb.model import Builder, CallArg, Caller, ClassFact, Context, FileFacts, LocalDef, RaiseFact
+from kb.scan.calls import CallIndex, bind, statement_children
 from kb.scan.messages import template_of
 from kb.scan.unparse import unparse
 
@@ -27,6 +29,7 @@ _VALIDATOR_DECORATORS = {"field_validator", "model_validator", "validator", "roo
 _PYDANTIC_BASES = {"BaseModel", "BaseSettings", "RootModel"}
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"self", "cls"}
 _MAX_LOCAL_DEPTH = 3
+_MAX_HOPS = 2  # calls followed back from a raise: its function's callers, and theirs
 # Deeper expressions (a message of hundreds of `+` terms, a guard, a `for` head, a `msg +=`
 # chain) skip their statement with a located warning: rebuilding and unparsing them recurses,
 # and so does everything downstream that reads a guard or a template again. Longer texts (a
@@ -90,7 +93,7 @@ def extract(data: bytes) -> FileFacts:
         return FileFacts(error=(_null_line(data), f"cannot parse: {e}"))
     except RecursionError:
         return FileFacts(error=(1, "cannot parse: too deeply nested"))
-    return _Walker(module, interesting_lines(data)).run()
+    return _Walker(module, interesting_lines(data), data).run()
 
 
 _INTERESTING = re.compile(rb"raise|class")
@@ -130,11 +133,24 @@ def negate(expr: ast.expr) -> ast.expr:
     return ast.UnaryOp(op=ast.Not(), operand=expr)
 
 
+Branches = tuple[tuple[int, int], ...]  # (id of an `if`, 0 for its body or 1 for its else), outermost first
+
+
 @dataclass
 class _Assignment:
     line: int
     value: ast.expr
     augmented: bool  # `+=`
+    branches: Branches = ()
+
+
+def _reaches(a: _Assignment, path: Optional[Branches]) -> bool:
+    """False when the assignment is in one branch of an `if` and `path` (where the name is read)
+    in the other: `if x is None: x = 1` / `elif x > 2: raise` never sees that `x = 1`."""
+    if path is None:
+        return True
+    taken = dict(path)
+    return all(taken.get(node, branch) == branch for node, branch in a.branches)
 
 
 @dataclass
@@ -148,7 +164,7 @@ class _Scope:
 
 
 class _Walker:
-    def __init__(self, module: ast.Module, interesting: list[int]) -> None:
+    def __init__(self, module: ast.Module, interesting: list[int], data: bytes = b"") -> None:
         self.module = module
         self.interesting = interesting
         # id(test node) -> (node, source): shared by sibling raises; holding the node keeps its id unique
@@ -158,13 +174,17 @@ class _Walker:
         self.names: list[str] = []  # qualname parts
         self.kinds: list[str] = []  # "class" or "function", beside names
         self.terms: list[ast.expr] = []  # enclosing if tests (negated in else branches)
+        self.path: list[tuple[int, int]] = []  # the branch of each enclosing `if` (see _reaches)
         self.contexts: list[Context] = []
+        self.loops: list[ast.expr] = []  # what the enclosing `for` loops walk
         self.functions: list[_FuncNode] = []
         self.class_pydantic: list[bool] = []
         self.module_scope = _Scope(None)
         self.scopes: dict[int, _Scope] = {}
         self.pydantic_decorators = _pydantic_decorator_names(module)
         self.skipped: list[tuple[int, str]] = []  # (line, why) of statements not scanned
+        self.calls = CallIndex(module, data)
+        self.caller_memo: dict[tuple[int, tuple[str, ...], int], tuple[Caller, ...]] = {}
 
     def run(self) -> FileFacts:
         _collect_assignments(self.module.body, self.module_scope)
@@ -194,19 +214,26 @@ class _Walker:
         elif isinstance(node, ast.If):
             self.term(node.test)  # Unscannable here skips the whole `if`
             self.terms.append(node.test)
+            self.path.append((id(node), 0))
             try:
                 self.block(node.body)
                 self.terms[-1] = negate(node.test)
+                self.path[-1] = (id(node), 1)
                 self.block(node.orelse)
             finally:
                 self.terms.pop()
+                self.path.pop()
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.function(node)
         elif isinstance(node, ast.ClassDef):
             self.class_(node)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             head = short(f"for {source_of(node.target)} in {source_of(node.iter)}")
-            self.with_context(Context("for", head, node.lineno), node.body)
+            self.loops.append(node.iter)
+            try:
+                self.with_context(Context("for", head, node.lineno), node.body)
+            finally:
+                self.loops.pop()
             self.with_context(Context("for-else", head, node.lineno), node.orelse)
         elif isinstance(node, ast.While):
             head = short(f"while {unparse(bounded(node.test))}")
@@ -247,8 +274,8 @@ class _Walker:
     def entered(self, name: str, kind: str, functions: list[_FuncNode]) -> Iterator[None]:
         """Inside a function or class: the guard and contexts start afresh, and everything is
         restored on the way out, whatever happens inside."""
-        saved = (self.terms, self.contexts, self.functions)
-        self.terms, self.contexts, self.functions = [], [], functions
+        saved = (self.terms, self.contexts, self.functions, self.loops, self.path)
+        self.terms, self.contexts, self.functions, self.loops, self.path = [], [], functions, [], []
         self.names.append(name)
         self.kinds.append(kind)
         try:
@@ -256,7 +283,7 @@ class _Walker:
         finally:
             self.kinds.pop()
             self.names.pop()
-            self.terms, self.contexts, self.functions = saved
+            self.terms, self.contexts, self.functions, self.loops, self.path = saved
 
     def function(self, node: _FuncNode) -> None:
         with self.entered(node.name, "function", [*self.functions, node]):
@@ -300,6 +327,12 @@ class _Walker:
         function = self.functions[-1] if self.functions else None
         decorators = tuple(source_of(_decorator_callee(d)) for d in function.decorator_list) if function else ()
         pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
+        locals_, reads = _guard_reads([*self.terms, *self.loops], scope, self.module_scope, node.lineno,
+                                      tuple(self.path))
+        callers: tuple[Caller, ...] = ()
+        if function is not None:
+            params = tuple(n for n in reads if n not in ("self", "cls") and _is_parameter(function, n))
+            callers = self.callers(function, params) if params else ()
         self.raises.append(
             RaiseFact(
                 line=node.lineno,
@@ -312,14 +345,39 @@ class _Walker:
                 message_kind=template.kind,
                 guard_terms=tuple(self.term(t) for t in self.terms),
                 contexts=tuple(self.contexts),
-                locals=_guard_locals(self.terms, scope, self.module_scope, node.lineno),
+                locals=locals_,
                 decorators=decorators,
                 pydantic_class=pydantic_class,
                 validation=_validation(function, decorators, pydantic_class),
                 parts=parts,
                 builder=builder,
+                callers=callers,
             )
         )
+
+    def callers(self, fn: _FuncNode, params: tuple[str, ...], hops: int = 0) -> tuple[Caller, ...]:
+        """The calls of `fn` in this file, with what each passes for `params`; from a caller's own
+        parameters that its arguments read, one hop further back (up to _MAX_HOPS)."""
+        key = (id(fn), params, hops)
+        if key in self.caller_memo:
+            return self.caller_memo[key]
+        self.caller_memo[key] = ()  # a function that calls itself reads nothing more through it
+        found: list[Caller] = []
+        for site, implicit in self.calls.calls_of(fn):
+            bound = bind(fn, site.call, implicit)
+            try:
+                args = [(CallArg(p, source_of(bound[p][0]), bound[p][1]), bound[p][0]) for p in params if p in bound]
+                scope = self.scope_of(site.function)
+                locals_, reads = _guard_reads([e for _, e in args], scope, self.module_scope, site.call.lineno)
+            except Unscannable:
+                continue
+            more: tuple[Caller, ...] = ()
+            if site.function is not None and hops + 1 < _MAX_HOPS:
+                wanted = tuple(n for n in reads if n not in ("self", "cls") and _is_parameter(site.function, n))
+                more = self.callers(site.function, wanted, hops + 1) if wanted else ()
+            found.append(Caller(site.qualname, site.call.lineno, tuple(a for a, _ in args), locals_, more))
+        self.caller_memo[key] = tuple(found)
+        return self.caller_memo[key]
 
     def term(self, test: ast.expr) -> str:
         known = self.term_text.get(id(test))
@@ -328,9 +386,11 @@ class _Walker:
         return known[1]
 
     def scope(self) -> _Scope:
-        if not self.functions:
+        return self.scope_of(self.functions[-1] if self.functions else None)
+
+    def scope_of(self, fn: Optional[_FuncNode]) -> _Scope:
+        if fn is None:
             return self.module_scope
-        fn = self.functions[-1]
         scope = self.scopes.get(id(fn))
         if scope is None:
             scope = _Scope(fn)
@@ -398,29 +458,32 @@ def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
     Nested functions and classes are not entered; at module level only top-level statements
     and those in module-level `if`/`try` blocks count.
     """
-    stack: list[ast.AST] = list(reversed(body))
+    stack: list[tuple[ast.AST, Branches]] = [(s, ()) for s in reversed(body)]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    scope.assignments.setdefault(target.id, []).append(_Assignment(node.lineno, node.value, False))
+                    scope.assignments.setdefault(target.id, []).append(
+                        _Assignment(node.lineno, node.value, False, path))
         elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
-            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, False))
+            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, False, path))
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
-            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, True))
+            scope.assignments.setdefault(node.target.id, []).append(_Assignment(node.lineno, node.value, True, path))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args
               and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "append"
               and isinstance(node.value.func.value, ast.Name)):
             scope.appended.setdefault(node.value.func.value.id, []).append(
-                _Assignment(node.lineno, node.value.args[0], False))
+                _Assignment(node.lineno, node.value.args[0], False, path))
         else:
             for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
                 children = getattr(node, attr, None)
                 if children and isinstance(children, list):
-                    stack.extend(reversed([c for c in children if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))]))
+                    inner = (*path, (id(node), int(attr == "orelse"))) if isinstance(node, ast.If) else path
+                    stack.extend((c, inner) for c in reversed(children)
+                                 if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
     for assignments in scope.assignments.values():
         assignments.sort(key=lambda a: a.line)
 
@@ -446,10 +509,11 @@ def _joined_parts(message: Optional[ast.expr], scope: _Scope, resolve: _Resolver
     return tuple(dict.fromkeys(t for t in out if t.strip()))
 
 
-def _binding(scope: _Scope, name: str, before: int, hops: int = 0) -> Optional[ast.expr]:
-    """The expression `name` holds just before line `before`, folding `+=` into `+`
-    (Unscannable when that nests deeper than MAX_NESTING)."""
-    history = [a for a in scope.assignments.get(name, ()) if a.line < before]
+def _binding(scope: _Scope, name: str, before: int, hops: int = 0,
+             path: Optional[Branches] = None) -> Optional[ast.expr]:
+    """The expression `name` holds just before line `before` (read on the `path` of branches
+    when given), folding `+=` into `+` (Unscannable when that nests deeper than MAX_NESTING)."""
+    history = [a for a in scope.assignments.get(name, ()) if a.line < before and _reaches(a, path)]
     if not history:
         return None
     start = max((i for i, a in enumerate(history) if not a.augmented), default=None)
@@ -457,19 +521,20 @@ def _binding(scope: _Scope, name: str, before: int, hops: int = 0) -> Optional[a
         return None
     if len(history) - start > MAX_NESTING:
         raise Unscannable(_DEEP)
-    value = _substitute_self(history[start].value, name, scope, history[start].line, hops)
+    value = _substitute_self(history[start].value, name, scope, history[start].line, hops, path)
     for a in history[start + 1 :]:
         value = ast.BinOp(left=value, op=ast.Add(), right=a.value)
     return bounded(value)
 
 
-def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int, hops: int) -> ast.expr:
+def _substitute_self(value: ast.expr, name: str, scope: _Scope, line: int, hops: int,
+                     path: Optional[Branches] = None) -> ast.expr:
     """`msg = msg + "..."`: replace the inner `msg` by what it held before that line."""
     if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
         return value
     if hops >= MAX_NESTING:
         raise Unscannable(_DEEP)
-    earlier = _binding(scope, name, line, hops + 1)
+    earlier = _binding(scope, name, line, hops + 1, path)
     if earlier is None:
         return value
 
@@ -521,25 +586,40 @@ def _is_parameter(fn: Optional[_FuncNode], name: str) -> bool:
     return any(p.arg == name for p in params)
 
 
-def _guard_locals(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, line: int) -> tuple[LocalDef, ...]:
-    """Assignments before the raise of the names the guard reads, and of the names those read."""
-    if not terms or scope is module_scope:
-        return ()
-    found: dict[str, LocalDef] = {}
+def _guard_reads(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, line: int,
+                 path: Optional[Branches] = None) -> tuple[tuple[LocalDef, ...], list[str]]:
+    """Assignments before the raise (on its `path` of branches, when given) of the names the
+    guard reads, and of the names those read; and every name read along the way, in the order
+    first read."""
     frontier = _read_names(terms)
+    reads = list(frontier)
+    if not terms or scope is module_scope:
+        return (), reads
+    found: dict[str, LocalDef] = {}
     for _ in range(_MAX_LOCAL_DEPTH):
         following: list[str] = []
         for name in frontier:
+            if name not in reads:
+                reads.append(name)
             if name in found:
                 continue
-            history = [a for a in scope.assignments.get(name, ()) if a.line < line and not a.augmented]
+            history = [a for a in scope.assignments.get(name, ())
+                       if a.line < line and not a.augmented and _reaches(a, path)]
             if not history:
                 continue
             last = history[-1]
-            found[name] = LocalDef(name, short(unparse(bounded(last.value))), last.line)
-            following.extend(_read_names([last.value]))
+            value = last.value
+            try:  # `x = x.lower()`: the x it reads is what x held before
+                value = _substitute_self(value, name, scope, last.line, 0, path)
+                text = short(unparse(bounded(value)))
+            except Unscannable:
+                value = last.value
+                text = short(unparse(bounded(value)))
+            found[name] = LocalDef(name, text, last.line)
+            following.extend(_read_names([value]))
         frontier = following
-    return tuple(sorted(found.values(), key=lambda d: (d.line, d.name)))
+    reads += [n for n in frontier if n not in reads]
+    return tuple(sorted(found.values(), key=lambda d: (d.line, d.name))), reads
 
 
 def _read_names(nodes: list[ast.expr]) -> list[str]:
@@ -563,7 +643,7 @@ def builders(module: ast.Module, module_scope: _Scope) -> tuple[Builder, ...]:
     function, or raises such a class, gets their templates as parts its message can be matched
     by. A definition too deep or too long to read is left out."""
     out: list[Builder] = []
-    for node in ast.walk(module):
+    for node in _walk_statements(module):
         try:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "__init__":
                 templates = _returned_templates(node, module_scope)
@@ -581,6 +661,25 @@ def builders(module: ast.Module, module_scope: _Scope) -> tuple[Builder, ...]:
 def _worth(text: str) -> bool:
     literal = re.sub(r"\{[^{}]*\}", "", text)
     return len(literal.strip()) >= _BUILDER_LITERAL and bool(_WORDY.search(literal))
+
+
+def _walk_statements(module: ast.Module) -> Iterator[ast.AST]:
+    """`ast.walk` (breadth first) restricted to statements: the same definitions, in the same order."""
+    queue: collections.deque[ast.AST] = collections.deque([module])
+    while queue:
+        node = queue.popleft()
+        yield node
+        queue.extend(statement_children(node))
+
+
+def _own_statements(fn: _FuncNode) -> Iterator[ast.AST]:
+    """The statements of a function's body in order, not those of functions or classes inside it."""
+    inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    stack: list[ast.AST] = [s for s in reversed(fn.body) if not isinstance(s, inner)]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed([c for c in statement_children(n) if not isinstance(c, inner)]))
 
 
 def _own_nodes(fn: _FuncNode) -> Iterator[ast.AST]:
@@ -601,7 +700,7 @@ def _function_scope(fn: _FuncNode) -> _Scope:
 
 
 def _returned_templates(fn: _FuncNode, module_scope: _Scope) -> tuple[str, ...]:
-    returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
+    returns = [n for n in _own_statements(fn) if isinstance(n, ast.Return) and n.value is not None
                and (_is_text(n.value) or isinstance(n.value, ast.Name))]
     if not returns:
         return ()

@@ -78,7 +78,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else ())
-    records = attach_set_by(records, scan.config)
+    records = attach_set_by(records, scan.config, options.jobs if options.jobs is not None else (os.cpu_count() or 1))
     try:
         out = Output(options.output)
     except OSError as e:

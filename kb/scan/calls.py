@@ -1,0 +1,165 @@
+"""Calls of a file's own functions, found in the same file, and what each passes for a parameter.
+
+A guard that reads a parameter (`if dtype not in _STR_DTYPE_TO_TORCH_DTYPE`) says nothing about
+what users set until the call is followed (`_get_and_verify_dtype(..., self.dtype, ...)`). The
+index is built lazily, per function name: a text search finds the lines that write `name(`, and
+only the subtrees holding those lines are walked; calls are matched to a
+definition by name, and to a method only through `self`, `cls` or its class's name, so a method
+of another class with the same name is never taken for it. Calls from other files are not
+followed: the scan reads one file at a time.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Optional, Union
+
+FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+MAX_CALLS = 4  # calls of one function followed, the first in the file
+
+
+@dataclass(frozen=True)
+class CallSite:
+    call: ast.Call
+    function: Optional[FuncNode]  # the function the call is in; None at module level
+    qualname: str  # of that function, `<module>` at module level
+
+
+@dataclass(frozen=True)
+class _Def:
+    node: FuncNode
+    owner: str  # the class it is a method of, else ""
+
+
+class CallIndex:
+    def __init__(self, module: ast.Module, data: bytes) -> None:
+        self.module = module
+        self.data = data
+        self._defs: Optional[dict[int, _Def]] = None
+        self._line_starts: Optional[list[int]] = None
+        self._calls: dict[str, list[CallSite]] = {}
+
+    def _build_defs(self) -> dict[int, _Def]:
+        """Every function of the file, and the class it is a method of: statements only."""
+        defs: dict[int, _Def] = {}
+        stack: list[tuple[ast.AST, str]] = [(self.module, "")]
+        while stack:
+            node, owner = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs[id(node)] = _Def(node, owner)
+            inner = node.name if isinstance(node, ast.ClassDef) else ""
+            stack.extend((c, inner) for c in statement_children(node))
+        return defs
+
+    def _lines_calling(self, name: str) -> list[int]:
+        """Lines where `name(` is written (a cheap text search: only those subtrees are walked)."""
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in re.finditer(rb"\n", self.data))]
+        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        return sorted({bisect.bisect_right(self._line_starts, m.start()) for m in pattern.finditer(self.data)})
+
+    def _calls_named(self, name: str) -> list[CallSite]:
+        if name in self._calls:
+            return self._calls[name]
+        lines = self._lines_calling(name)
+        found: list[CallSite] = []
+        # (node, qualname parts, enclosing function)
+        stack: list[tuple[ast.AST, tuple[str, ...], Optional[FuncNode]]] = [(self.module, (), None)] if lines else []
+        while stack:
+            node, qual, fn = stack.pop()
+            if isinstance(node, ast.Call) and _called_name(node.func) == name:
+                found.append(CallSite(node, fn, ".".join(qual) or "<module>"))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qual, fn = (*qual, node.name), node
+            elif isinstance(node, ast.ClassDef):
+                qual = (*qual, node.name)
+            for child in ast.iter_child_nodes(node):
+                first, last = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
+                if first is None or last is None:
+                    stack.append((child, qual, fn))
+                    continue
+                i = bisect.bisect_left(lines, first)
+                if i < len(lines) and lines[i] <= last:
+                    stack.append((child, qual, fn))
+        self._calls[name] = found
+        return found
+
+    def calls_of(self, fn: FuncNode) -> list[tuple[CallSite, bool]]:
+        """Calls of `fn` in this file, in line order, each with whether the call passes its first
+        parameter implicitly (a method called through `self`, `cls` or its class)."""
+        if self._defs is None:
+            self._defs = self._build_defs()
+        d = self._defs.get(id(fn))
+        if d is None:
+            return []
+        static = any(_decorator_name(x) == "staticmethod" for x in fn.decorator_list)
+        found: list[tuple[CallSite, bool]] = []
+        for site in self._calls_named(fn.name):
+            func = site.call.func
+            if d.owner:
+                if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+                    continue
+                receiver = func.value.id
+                own = receiver in ("self", "cls") and site.qualname.split(".")[-2:-1] == [d.owner]
+                if not (own or receiver == d.owner):
+                    continue
+                found.append((site, not static))
+            elif isinstance(func, ast.Name):
+                found.append((site, False))
+        found.sort(key=lambda s: (s[0].call.lineno, s[0].call.col_offset))
+        return found[:MAX_CALLS]
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def statement_children(node: ast.AST) -> list[ast.AST]:
+    """The statements (and except handlers, match cases) directly inside a node, in field order:
+    every definition and `return` of a tree is reached through these alone."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            out += [c for c in value if isinstance(c, _BLOCKS)]
+    return out
+
+
+def _called_name(func: ast.expr) -> Optional[str]:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+
+
+def bind(fn: FuncNode, call: ast.Call, implicit_first: bool) -> dict[str, tuple[ast.expr, bool]]:
+    """Parameter -> (the expression the call gives it, whether passed or the default). A
+    parameter a `*args` or `**kwargs` of the call may fill is left out: the call does not say."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    given = positional[1:] if implicit_first else positional
+    out: dict[str, tuple[ast.expr, bool]] = {}
+    starred = any(isinstance(x, ast.Starred) for x in call.args)
+    for p, arg in zip(given, call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        out[p.arg] = (arg, True)
+    spread = starred or any(k.arg is None for k in call.keywords)
+    for k in call.keywords:
+        if k.arg is not None:
+            out[k.arg] = (k.value, True)
+    if not spread:
+        for p, default in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+            out.setdefault(p.arg, (default, False))
+        for p, kw_default in zip(a.kwonlyargs, a.kw_defaults):
+            if kw_default is not None:
+                out.setdefault(p.arg, (kw_default, False))
+    return out
