@@ -298,3 +298,39 @@ def test_worker_processes_resolve_every_record_as_one_process_does(calls_scan: S
     two = attach_set_by(records, calls_scan.config, jobs=2, min_parallel=1)
     assert [r.id for r in two] == [r.id for r in one]
     assert [r.setby for r in two] == [r.setby for r in one] and all(r.setby is not None for r in one)
+
+
+# --- request fields ---------------------------------------------------------------------------------
+def test_request_fields_where_requests_are_served_and_in_sampling_params(tmp_path: Path) -> None:
+    from kb.config.resolve import REQUEST_FIELD
+    from test_inputs import SAMPLING, inputs_tree
+
+    sampling = SAMPLING + '''
+    def _verify_args(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be at least 1, got {self.n}.")
+'''
+    serving = '''
+def check_request(request, sampling_params):
+    if request.n > 5 and sampling_params.temperature == 0:
+        raise ValueError("n too large for greedy sampling")
+'''
+    engine = '''
+def schedule(request):
+    if request.n > 5:
+        raise ValueError("the engine's own request")
+'''
+    root = inputs_tree(tmp_path / "tree", {"vllm/sampling_params.py": sampling,
+                                           "vllm/entrypoints/openai/serving.py": serving,
+                                           "vllm/v1/core/scheduler.py": engine})
+    scan = scan_release(SourceSpec(source_dir=str(root)), use_cache=False)
+    inputs, r = setby_of(scan, "n must be at least 1, got {self.n}.")
+    assert [(i.kind, k, i.default) for k, i in inputs.items()] == [(REQUEST_FIELD, "n", "1")]
+    assert inputs["n"].help == "Number of outputs to return for the given prompt request."
+    assert r.setby is not None and r.setby.reachability == "request" and r.setby.resolved
+    inputs, r = setby_of(scan, "n too large for greedy sampling")
+    assert {(i.kind, k) for k, i in inputs.items()} == {(REQUEST_FIELD, "n"), (REQUEST_FIELD, "temperature")}
+    assert "of ChatCompletionRequest" in inputs["n"].via
+    # outside the serving code a `request` is the engine's own object, not the user's request
+    inputs, r = setby_of(scan, "the engine's own request")
+    assert [(i.kind, k) for k, i in inputs.items()] == [(UNRESOLVED, "request.n")]

@@ -19,19 +19,19 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Optional, Protocol
 
-from kb.config.model import ConfigModel, Flag
+from kb.config.model import ConfigModel, Flag, RequestField
 from kb.model import Caller, RaiseSite
 from kb.scan.extract import nesting_ok
 
 # Kinds of input, as pages name them.
-FLAG, CONFIG_JSON, CHECKPOINT, ENV, HARDWARE, INTERNAL, UNRESOLVED = (
-    "flag", "config-json", "checkpoint", "env", "hardware", "internal", "unresolved")
+FLAG, CONFIG_JSON, CHECKPOINT, ENV, REQUEST_FIELD, HARDWARE, INTERNAL, UNRESOLVED = (
+    "flag", "config-json", "checkpoint", "env", "request-field", "hardware", "internal", "unresolved")
 # Reachability classes.
 LAUNCH, REQUEST, MODEL, RUNTIME, INVARIANT = (
     "launch configuration", "request", "model checkpoint", "hardware/run time", "internal invariant")
 REACHABILITY = (LAUNCH, REQUEST, MODEL, RUNTIME, INVARIANT)
 KIND_LABELS = {FLAG: "flag", CONFIG_JSON: "config.json key", CHECKPOINT: "from the model checkpoint",
-               ENV: "environment variable", HARDWARE: "hardware or run time", INTERNAL: "internal: not set by users",
+               ENV: "environment variable", REQUEST_FIELD: "request field", HARDWARE: "hardware or run time", INTERNAL: "internal: not set by users",
                UNRESOLVED: "not resolved by kb"}
 
 _WORDS = re.compile(r"\w+")
@@ -333,6 +333,52 @@ def env_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]
     return None
 
 
+class RequestRule:
+    """Fields of the request models of the tree's config model (SamplingParams, the OpenAI
+    protocol's ChatCompletionRequest and CompletionRequest): `self.n` in a method of one, a field
+    validator's value, `sampling_params.n`; `request.n` and `params.n` only where requests are
+    served (_REQUEST_FILES: elsewhere a `request` is the engine's own). Matched by the field's name."""
+
+    _REQUESTS = ("request", "req", "raw_request")
+    _PARAMS = ("sampling_params", "params")
+
+    def __init__(self, model: Optional[ConfigModel]) -> None:
+        self.fields: dict[tuple[str, str], RequestField] = {}
+        self.models: dict[str, list[str]] = {}  # field name -> the models that have it
+        for f in model.request_fields if model is not None else ():
+            self.fields[(f.model, f.name)] = f
+            self.models.setdefault(f.name, []).append(f.model)
+
+    def __call__(self, parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]:
+        head = parts[0]
+        if head in scope.validated and scope.validated[head] and any(m == scope.owner for m, _ in self.fields):
+            return self.field(scope.owner, scope.validated[head], text, f"the value a field validator of "
+                              f"{scope.owner} checks")
+        if len(parts) < 2 or parts[1].endswith("()"):
+            return None
+        name = parts[1]
+        if head in ("self", "cls") and (scope.owner, name) in self.fields:
+            return self.field(scope.owner, name, text, f"the field {scope.owner}.{name}")
+        models = self.models.get(name, [])
+        serving = scope.file.startswith(_REQUEST_FILES)
+        if head in self._PARAMS and "SamplingParams" in models and (serving or head == "sampling_params"):
+            return self.field("SamplingParams", name, text, f"{head}.{name}: the field SamplingParams.{name} "
+                              "(matched by name)")
+        if head in self._REQUESTS and models and serving:
+            named = [m for m in models if m != "SamplingParams"] or models
+            return self.field(named[0], name, text, f"{head}.{name}: the request field {name} of "
+                              f"{', '.join(named)} (matched by name)")
+        return None
+
+    def field(self, model: str, name: str, text: str, via: str) -> Optional[Input]:
+        f = self.fields.get((model, name))
+        if f is None:
+            return None
+        default = None if f.required else (json.dumps(f.default, ensure_ascii=False, sort_keys=True)
+                                            if f.default_exact else str(f.default))
+        return Input(REQUEST_FIELD, name, text, f"{via}, which each request sets", default, None, f.doc)
+
+
 def hardware_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]:
     if parts[0] in _HARDWARE_ROOTS or (len(parts) > 1 and parts[0] == "self" and
                                        any(_HARDWARE_WORDS.search(p) for p in parts[1:])) or \
@@ -350,7 +396,8 @@ def constant_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[I
 
 
 def default_rules(model: Optional[ConfigModel]) -> tuple[Rule, ...]:
-    return (env_rule, config_json_rule, FlagRule(model), hardware_rule, constant_rule, NameRule(model))
+    return (env_rule, config_json_rule, FlagRule(model), RequestRule(model), hardware_rule, constant_rule,
+            NameRule(model))
 
 
 # --- references in a guard ------------------------------------------------------------------------
@@ -665,6 +712,8 @@ def reachability(file: str, inputs: Sequence[Input]) -> tuple[str, str]:
     kinds = {i.kind for i in inputs}
     if FLAG in kinds or ENV in kinds:
         return LAUNCH, "its guard reads a flag or an environment variable"
+    if REQUEST_FIELD in kinds:
+        return REQUEST, "its guard reads a field of the request"
     if kinds & {CONFIG_JSON, CHECKPOINT}:
         return MODEL, "its guard reads the model's config.json or what vLLM derives from it"
     if HARDWARE in kinds:
