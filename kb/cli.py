@@ -235,9 +235,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     for n in outcome.not_run:
         if not n.reason.startswith("bad input"):
             _err(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}")
+    if outcome.parse_error is not None:
+        return 1  # vLLM exits while reading the command line: what else kb could not read comes after
     if not outcome.complete:
         return 2
-    return 1 if outcome.predicted else 0
+    return 1 if outcome.errors else 0
 
 
 def cmd_flags(args: argparse.Namespace) -> int:

@@ -316,11 +316,18 @@ def new_entry(spec: SourceSpec, ident: str, errors: Optional[Path] = None, use_c
 def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] = None,
                  hardware: Optional[dict[str, object]] = None, errors: Optional[Path] = None,
                  use_cache: bool = True) -> Outcome:
-    """Which curated errors vLLM would raise for this launch (checks with all inputs known)."""
-    from kb.checks.launch import parse_launch, read_config
+    """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
+    then which curated errors vLLM would raise for this launch (checks with all inputs known)."""
+    from kb.checks.cli_parse import parse_command
+    from kb.checks.launch import parse_launch, read_config, serve_words
     from kb.checks.predict import predict
 
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
     model_config = read_config(config) if config is not None else None
-    return predict(merged.records, parse_launch(argv, model_config, hardware))
+    outcome = predict(merged.records, parse_launch(argv, model_config, hardware))
+    from kb.checks.verify import has_parser
+
+    if result.config is None or not has_parser(result.config):
+        return outcome
+    return replace(outcome, parse_error=parse_command(result.config, serve_words(argv)).error)

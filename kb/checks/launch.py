@@ -100,13 +100,19 @@ def read_config(path: Path) -> ConfigFile:
     return ConfigFile(str(file), data, text)
 
 
+def serve_words(argv: Sequence[str]) -> list[str]:
+    """The words after `vllm serve` (all of them when the command does not start so)."""
+    words = list(argv)
+    if words[:2] == ["vllm", "serve"] or (len(words) >= 2 and words[0].endswith("/vllm") and words[1] == "serve"):
+        return words[2:]
+    return words
+
+
 def parse_launch(argv: Sequence[str], config: ConfigFile | dict[str, Any] | None = None,
                  hardware: Optional[dict[str, Any]] = None) -> Launch:
     """The launch's inputs. A value of the wrong type or out of range is a located problem:
     that input is then unknown (no default stands in), so only the checks that need it do not run."""
-    words = list(argv)
-    if words[:2] == ["vllm", "serve"] or (len(words) >= 2 and words[0].endswith("/vllm") and words[1] == "serve"):
-        words = words[2:]
+    words = serve_words(argv)
     file = config if isinstance(config, ConfigFile) else ConfigFile("config.json", config) if config is not None else None
     flags = flag_index()
     json_flags = {i.json_key[0] for i in INPUTS.values() if i.json_key} | {"-sc"}

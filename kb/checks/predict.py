@@ -6,8 +6,9 @@ import ast
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
+from kb.checks.cli_parse import ParseError
 from kb.checks.evaluate import evaluate, parse, substitute
 from kb.checks.launch import Launch
 from kb.errors import ExprError
@@ -50,6 +51,11 @@ class Outcome:
     skipped: tuple[Skipped, ...]
     launch: Launch
     not_run: tuple[NotRun, ...] = ()
+    parse_error: Optional[ParseError] = None  # vLLM exits while reading the command line, before any check
+
+    @property
+    def errors(self) -> int:
+        return len(self.predicted) + (self.parse_error is not None)
 
     @property
     def complete(self) -> bool:

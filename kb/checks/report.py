@@ -25,6 +25,9 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
         "problems": list(outcome.launch.problems),
         "notRun": [{"id": n.record.id, "reason": n.reason} for n in outcome.not_run],
         "model": outcome.launch.model,
+        "parseError": None if outcome.parse_error is None else {
+            "stage": outcome.parse_error.stage, "message": outcome.parse_error.printed,
+            "option": outcome.parse_error.option, "exact": outcome.parse_error.exact},
     }
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -32,7 +35,16 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
 def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
     lines: list[str] = []
     n = len(outcome.predicted)
-    if n:
+    stop = outcome.parse_error
+    if stop is not None:
+        lines += ["vLLM stops while reading the command line, before it builds any config:",
+                  f"    {stop.printed}"]
+        if not stop.exact:
+            lines.append("    (vLLM's own words differ: they name a function or pydantic's report; kb predicts "
+                         "the error, not its exact text)")
+        if n:
+            lines += ["", f"After you fix it, {n} error{'s' if n > 1 else ''} predicted for this launch:"]
+    elif n:
         lines.append(f"{n} error{'s' if n > 1 else ''} predicted for this launch:")
     else:
         lines.append("No error predicted by the checks whose inputs are known.")

@@ -6,24 +6,29 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from kb.checks.cli_parse import parse_command
 from kb.checks.evaluate import evaluate, substitute
-from kb.checks.launch import command_words, parse_launch
+from kb.checks.launch import command_words, parse_launch, serve_words
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.errors import ExprError, MissingInput
 from kb.model import Check, Located, RaiseSite, Record
 
+if TYPE_CHECKING:
+    from kb.config.model import ConfigModel
 
-def verify_records(records: Sequence[Record]) -> dict[str, list[Located]]:
-    """The problems of every record whose entry has a check (an empty list: it is verified)."""
+
+def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = None) -> dict[str, list[Located]]:
+    """The problems of every record whose entry has a check (an empty list: it is verified).
+    With the release's flag model, both sides of an example fix must also pass vLLM's parser."""
     out: dict[str, list[Located]] = {}
     for r in records:
         if r.entry is not None and r.entry.check is not None:
             problems = verify_check(r)
             if r.entry.example_fix is not None:
-                problems += verify_example_fix(r, records)
+                problems += verify_example_fix(r, records, config)
             out[r.id] = list(dict.fromkeys(problems))  # a failing check meets both sides of a fix
     return out
 
@@ -110,8 +115,14 @@ def _failed_check(failed: NotRun, r: Record, side: str) -> Located:
                    f"raises_when fails on the example fix of {e.path}: {failed.error or failed.reason}")
 
 
-def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
-    """`before` must predict this error, `after` must predict no error at all."""
+def has_parser(config: Optional[ConfigModel]) -> bool:
+    """The tree's `vllm serve` parser was found: its flags are all there is to accept."""
+    return config is not None and config.parser_file is not None and len(config.flags) > 1
+
+
+def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[Located]:
+    """`before` must predict this error, `after` must predict no error at all; neither may be
+    refused by vLLM's argument parser (kb/checks/cli_parse.py), which stops before any check."""
     e = r.entry
     assert e is not None and e.example_fix is not None and e.check is not None
     fix = e.example_fix
@@ -121,7 +132,13 @@ def verify_example_fix(r: Record, records: Sequence[Record]) -> list[Located]:
                                       "so that kb check can run it")]
     problems: list[Located] = []
     for side, text in (("before", fix.before), ("after", fix.after)):
-        launch = parse_launch(command_words(text), fix.model_config or None, fix.hardware or None)
+        words = command_words(text)
+        refused = parse_command(config, serve_words(words)).error if config is not None and has_parser(config) \
+            else None
+        if refused is not None:
+            problems.append(Located(e.path, e.line_of("example_fix", side),
+                                    f"example_fix.{side}: vLLM's parser refuses it: {refused.printed}"))
+        launch = parse_launch(words, fix.model_config or None, fix.hardware or None)
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
         outcome = predict(records, launch)

@@ -12,8 +12,9 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from kb.config.model import JSON
 from kb.config.modules import Module
-from kb.config.values import Builtin, DictInstance, FieldKwargs, LiteralType, SetValue, Unknown, copy_value
+from kb.config.values import Builtin, DictInstance, FieldKwargs, LiteralType, SetValue, Unknown, copy_value, plain
 
 if TYPE_CHECKING:
     from kb.config.interp import ClassRef, Frame, Reader
@@ -35,6 +36,9 @@ class FieldSpec:
     repr: bool = True
 
 
+CONSTRAINTS = ("ge", "gt", "le", "lt", "min_length", "max_length", "multiple_of")
+
+
 @dataclass(frozen=True)
 class ConfigField:
     name: str
@@ -46,6 +50,7 @@ class ConfigField:
     doc: str
     owner: str
     line: int
+    constraints: tuple[tuple[str, Any], ...] = ()  # pydantic's `Field(ge=1)`, also inside `Annotated[...]`
 
 
 @dataclass(frozen=True)
@@ -153,19 +158,43 @@ def dataclass_fields(reader: Reader, cls: ClassRef) -> list[ConfigField]:
                     _is_classvar(stmt.annotation):
                 continue
             name = stmt.target.id
+            frame = Frame(owner.module)
+            limits = annotated_constraints(reader, stmt.annotation, frame)
             if stmt.value is None:
                 default, has, shown = Unknown("<no default>"), False, True
             else:
-                frame = Frame(owner.module)
                 spec = field_spec(reader, stmt.value, frame)
                 if spec is not None:
                     default, has, shown = spec.default, spec.has_default, spec.repr
+                    if isinstance(stmt.value, ast.Call):
+                        limits = field_constraints(reader, stmt.value, frame) + limits
                 else:
                     default, has, shown = reader.eval(stmt.value, frame), True, True
             fields[name] = ConfigField(name, stmt.annotation, owner.module, default, has, shown, "", owner.name,
-                                       stmt.lineno)
+                                       stmt.lineno, tuple(sorted(dict(limits).items())))
     return [ConfigField(f.name, f.annotation, f.module, f.default, f.has_default, f.repr, docs.get(f.name, ""),
-                        f.owner, f.line) for f in fields.values()]
+                        f.owner, f.line, f.constraints) for f in fields.values()]
+
+
+def field_constraints(reader: Reader, call: ast.Call, frame: Frame) -> list[tuple[str, JSON]]:
+    out = []
+    for k in call.keywords:
+        if k.arg in CONSTRAINTS:
+            value = reader.eval(k.value, frame)
+            out.append((k.arg, plain(value)[0] if not isinstance(value, Unknown) else value.text))
+    return out
+
+
+def annotated_constraints(reader: Reader, node: ast.expr, frame: Frame) -> list[tuple[str, JSON]]:
+    """`Annotated[int, Field(ge=-1)]` anywhere in the hint (also inside `| None`)."""
+    out: list[tuple[str, JSON]] = []
+    for sub in itertools.islice(ast.walk(node), 500):
+        if isinstance(sub, ast.Subscript) and callee_name(sub.value) == "Annotated" and isinstance(sub.slice, ast.Tuple):
+            for extra in sub.slice.elts[1:]:
+                if isinstance(extra, ast.Call) and callee_name(extra.func) == "Field":
+                    out += field_constraints(reader, extra, frame)
+    return out
+
 
 
 # --- type hints -----------------------------------------------------------------------------------
@@ -256,6 +285,7 @@ def field_kwargs(reader: Reader, cls: ClassRef, f: ConfigField) -> FieldKwargs:
     hs = hints(reader, f.annotation, f.module)
     help_text = f.doc.strip().replace("%", "%%")
     out = FieldKwargs(cls.name, f.name, {"default": f.default, "help": help_text})
+    out.constraints = f.constraints
     dataclass_hint = next((h for h in hs if h.kind == "dataclass"), None)
     kinds = {h.kind for h in hs}
     if dataclass_hint is not None and dataclass_hint.cls is not None:
@@ -298,7 +328,8 @@ def field_kwargs(reader: Reader, cls: ClassRef, f: ConfigField) -> FieldKwargs:
     else:
         out["type"] = Builtin("str")
     if "none" in kinds and "bool" not in kinds:
-        out["type"] = Builtin("_optional_type")
+        wrapped = out.get("type")
+        out["type"] = Builtin("_optional_type", wrapped.name.split(".")[-1] if isinstance(wrapped, Builtin) else None)
         if out.get("choices"):
             out["choices"] = [*out["choices"], None]
     return out

@@ -406,7 +406,7 @@ class Reader:
                     if not isinstance(spread, dict):
                         return Unknown(_source(node))
                     if not out and isinstance(spread, FieldKwargs):
-                        out = FieldKwargs(spread.cls, spread.name, None, spread.parses_into)
+                        out = spread.like(None)
                     out.update(spread)
                 else:
                     key = ev(k, frame, depth)
@@ -550,7 +550,7 @@ class Reader:
                 if not isinstance(v, dict) or not all(isinstance(key, str) for key in v):
                     return Unknown(_source(node))
                 if isinstance(v, FieldKwargs) and not isinstance(kwargs, FieldKwargs):
-                    kwargs = FieldKwargs(v.cls, v.name, kwargs, v.parses_into)  # `**model_kwargs["seed"]`: remember the field
+                    kwargs = v.like(kwargs)  # `**model_kwargs["seed"]`: remember the field
                 kwargs.update(v)
             else:
                 kwargs[k.arg] = v
@@ -670,7 +670,7 @@ class Reader:
             if name in ("pop", "get", "setdefault") and args and isinstance(args[0], _PLAIN):
                 return getattr(obj, name)(*args[:2])
             if name == "copy":
-                return FieldKwargs(obj.cls, obj.name, dict(obj), obj.parses_into) if isinstance(obj, FieldKwargs) else dict(obj)
+                return obj.like(dict(obj)) if isinstance(obj, FieldKwargs) else dict(obj)
             return Unknown(_source(node))
         if isinstance(obj, list):
             if name in ("remove", "index") and len(args) == 1:

@@ -38,6 +38,8 @@ class Flag:
     file: str
     line: int
     parses_into: Optional[str] = None  # the config dataclass a JSON value of the flag is parsed into
+    value_type: Optional[str] = None  # the converter of a value (`int` for `optional_type(int)`), else `type`
+    constraints: tuple[tuple[str, JSON], ...] = ()  # pydantic's ge, gt, le, lt, ... on its config field
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,7 +49,8 @@ class Flag:
             "default": self.default, "default_exact": self.default_exact, "default_known": self.default_known,
             "help": self.help, "group": self.group, "config_class": self.config_class,
             "config_field": self.config_field, "deprecated": self.deprecated, "file": self.file, "line": self.line,
-            "parses_into": self.parses_into,
+            "parses_into": self.parses_into, "value_type": self.value_type,
+            "constraints": [list(c) for c in self.constraints],
         }
 
     @staticmethod
@@ -55,7 +58,8 @@ class Flag:
         return Flag(d["name"], tuple(d["options"]), tuple(d["visible"]), d["dest"], d["action"], d["type"], d["nargs"],
                     None if d["choices"] is None else tuple(d["choices"]), d["default"], d["default_exact"],
                     d["default_known"], d["help"], d["group"], d["config_class"], d["config_field"], d["deprecated"],
-                    d["file"], d["line"], d["parses_into"])
+                    d["file"], d["line"], d["parses_into"], d["value_type"],
+                    tuple((c[0], c[1]) for c in d["constraints"]))
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,8 @@ class ConfigModel:
     env: tuple[EnvVar, ...] = ()
     config_keys: tuple[ConfigKey, ...] = ()
     request_fields: tuple[RequestField, ...] = ()
+    # (config class, line of vllm/engine/arg_utils.py) in the order create_engine_config builds them
+    build_order: tuple[tuple[str, int], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -211,6 +217,7 @@ class ConfigModel:
             "env": [e.to_json() for e in self.env],
             "config_keys": [k.to_json() for k in self.config_keys],
             "request_fields": [f.to_json() for f in self.request_fields],
+            "build_order": [list(b) for b in self.build_order],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -224,4 +231,5 @@ class ConfigModel:
             tuple(FlagGroup(g["title"], g["description"]) for g in d["groups"]), d["parser_file"],
             tuple(Located(w["path"], w["line"], w["message"]) for w in d["warnings"]),
             tuple(EnvVar.from_json(e) for e in d["env"]), tuple(ConfigKey.from_json(k) for k in d["config_keys"]),
-            tuple(RequestField.from_json(f) for f in d["request_fields"]))
+            tuple(RequestField.from_json(f) for f in d["request_fields"]),
+            tuple((b[0], b[1]) for b in d["build_order"]))

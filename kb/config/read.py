@@ -7,6 +7,8 @@ argparse actions recorded on the way become flags the way argparse (and vLLM's
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, TypeVar
@@ -16,6 +18,7 @@ from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
 from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
+from kb.config.order import build_order
 from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
@@ -50,9 +53,11 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
     warnings += key_modules.warnings
     fields: list[RequestField] = _inputs(modules, "request fields", "vllm/sampling_params.py",
                                          lambda r: read_request_fields(r, paths), warnings)
+    order: list[tuple[str, int]] = _inputs(modules, "the order configs are built in", "vllm/engine/arg_utils.py",
+                                           lambda r: list(build_order(r)), warnings)
     warnings += modules.warnings + reader.warnings
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
-                       tuple(env), tuple(keys), tuple(fields))
+                       tuple(env), tuple(keys), tuple(fields), tuple(order))
 
 
 _T = TypeVar("_T")
@@ -117,6 +122,43 @@ def _has_enable_disable(modules: Modules) -> bool:
         if module is not None and "EnableDisableAction" in module.bindings:
             return True
     return False
+
+
+def _value_type(value: Any) -> Optional[str]:
+    """The converter a flag's value finally goes through: the one `optional_type(...)` wraps
+    (after "None" is taken as None), else the type itself."""
+    if isinstance(value, Builtin) and value.inner:
+        return value.inner
+    if isinstance(value, FunctionRef) and value.closure:
+        inner = [v for v in value.closure.values() if isinstance(v, (Builtin, FunctionRef, ClassRef))
+                 and not (isinstance(v, FunctionRef) and v.node is value.node)]  # the closure holds itself
+        if len(inner) == 1:  # `optional_type(json.loads)` evaluated: the closure's return_type
+            return _value_type(inner[0])
+    if isinstance(value, FunctionRef) and isinstance(value.node, ast.Lambda):
+        steps = _string_steps(value.node)
+        if steps is not None:  # `lambda s: s.lower().replace("-", "_")`
+            return "<lambda>" + json.dumps(steps)
+    return _name_of(value)
+
+
+_STRING_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix",
+                             "removesuffix", "casefold"})
+
+
+def _string_steps(node: ast.Lambda) -> Optional[list[list[Any]]]:
+    """The str methods (with constant arguments) a one-parameter lambda applies, in order, or None."""
+    params = node.args.args
+    if len(params) != 1 or node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
+        return None
+    steps: list[list[Any]] = []
+    body: ast.expr = node.body
+    while isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and not body.keywords:
+        if body.func.attr not in _STRING_METHODS or len(steps) >= 10 or not all(
+                isinstance(a, ast.Constant) and isinstance(a.value, (str, int)) for a in body.args):
+            return None
+        steps.insert(0, [body.func.attr, *(a.value for a in body.args if isinstance(a, ast.Constant))])
+        body = body.func.value
+    return steps if steps and isinstance(body, ast.Name) and body.id == params[0].arg else None
 
 
 def _name_of(value: Any) -> Optional[str]:
@@ -227,5 +269,6 @@ def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located])
         choices=choices, default=value, default_exact=exact, default_known=known, help=help_text, group=group,
         config_class=origin.cls if origin else None, config_field=origin.name if origin else None,
         deprecated=kwargs.get("deprecated") is True, file=action["file"], line=action["line"],
-        parses_into=origin.parses_into if origin else None,
+        parses_into=origin.parses_into if origin else None, value_type=_value_type(kwargs.get("type")),
+        constraints=origin.constraints if origin else (),
     )

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from kb.config.fields import callee_name, field_spec
+from kb.config.fields import annotated_constraints, callee_name, field_constraints, field_spec
 from kb.config.interp import ClassRef, Frame, Reader
 from kb.config.model import JSON, RequestField
 from kb.config.values import Unknown, plain, source_text
@@ -22,7 +22,6 @@ REQUEST_MODELS = ("ChatCompletionRequest", "CompletionRequest")
 PROTOCOL_PREFIX = "vllm/entrypoints/"
 MAX_PROTOCOL_FILES = 60
 MAX_FIELDS = 2_000
-_CONSTRAINTS = ("ge", "gt", "le", "lt", "min_length", "max_length", "multiple_of")
 
 
 def read_request_fields(reader: Reader, paths: Sequence[str]) -> list[RequestField]:
@@ -94,38 +93,18 @@ def _field(reader: Reader, owner: ClassRef, stmt: ast.AnnAssign, model: str, doc
         else:
             default, has = spec.default, spec.has_default
             assert isinstance(stmt.value, ast.Call)
-            constraints += _constraints(reader, stmt.value, frame)
+            constraints += field_constraints(reader, stmt.value, frame)
             description = next((k.value for k in stmt.value.keywords if k.arg == "description"), None)
             if not doc and description is not None:
                 text = reader.eval(description, frame)
                 doc = inspect.cleandoc(text) if isinstance(text, str) else ""
-    constraints += _annotated_constraints(reader, stmt.annotation, frame)
+    constraints += annotated_constraints(reader, stmt.annotation, frame)
     known = not has or not isinstance(default, Unknown)
     shown, exact = plain(default) if has else (None, True)
     if has and not known:
         shown = default.text
     return RequestField(model, name, source_text(stmt.annotation), shown, exact and known, known, not has,
                         tuple(sorted(dict(constraints).items())), doc, owner.module.path, stmt.lineno)
-
-
-def _constraints(reader: Reader, call: ast.Call, frame: Frame) -> list[tuple[str, JSON]]:
-    out = []
-    for k in call.keywords:
-        if k.arg in _CONSTRAINTS:
-            value = reader.eval(k.value, frame)
-            out.append((k.arg, plain(value)[0] if not isinstance(value, Unknown) else value.text))
-    return out
-
-
-def _annotated_constraints(reader: Reader, node: ast.expr, frame: Frame) -> list[tuple[str, JSON]]:
-    """`Annotated[int, Field(ge=-1)]` anywhere in the hint (also inside `| None`)."""
-    out: list[tuple[str, JSON]] = []
-    for sub in itertools.islice(ast.walk(node), 500):
-        if isinstance(sub, ast.Subscript) and callee_name(sub.value) == "Annotated" and isinstance(sub.slice, ast.Tuple):
-            for extra in sub.slice.elts[1:]:
-                if isinstance(extra, ast.Call) and callee_name(extra.func) == "Field":
-                    out += _constraints(reader, extra, frame)
-    return out
 
 
 def _attribute_docs(body: list[ast.stmt]) -> dict[str, str]:

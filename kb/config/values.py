@@ -30,6 +30,7 @@ class Builtin:
     """A function or type that is not in the tree (`int`, `json.loads`, `argparse.BooleanOptionalAction`)."""
 
     name: str
+    inner: Optional[str] = None  # of vLLM's `optional_type(<inner>)`: the converter it wraps
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,16 @@ class FieldKwargs(dict[str, Any]):
         self.cls = cls
         self.name = name
         self.parses_into = parses_into  # the config dataclass a JSON value of the field is parsed into
+        self.constraints: tuple[tuple[str, Any], ...] = ()  # pydantic's ge, gt, le, lt, ... of the field
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FieldKwargs:
-        return FieldKwargs(self.cls, self.name, copy_value(dict(self)), self.parses_into)
+        return self.like(copy_value(dict(self)))
+
+    def like(self, items: Optional[dict[str, Any]]) -> FieldKwargs:
+        """Other keyword arguments, of the same field."""
+        out = FieldKwargs(self.cls, self.name, items, self.parses_into)
+        out.constraints = self.constraints
+        return out
 
 
 @dataclass
@@ -102,7 +110,7 @@ class Parser:
 def copy_value(value: Any) -> Any:
     """copy.deepcopy for the reader's values (bounded by what they can hold)."""
     if isinstance(value, FieldKwargs):
-        return FieldKwargs(value.cls, value.name, {k: copy_value(v) for k, v in value.items()}, value.parses_into)
+        return value.like({k: copy_value(v) for k, v in value.items()})
     if isinstance(value, DictInstance):
         return DictInstance(value.cls, {k: copy_value(v) for k, v in value.items()})
     if isinstance(value, dict):

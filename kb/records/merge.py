@@ -167,7 +167,7 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
         related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
         by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     merged = tuple(by_id[r.id] for r in records)
-    verified = verify_records(merged)
+    verified = verify_records(merged, scan.config)
     merged = tuple(replace(r, checked=True) if verified.get(r.id) == [] else r for r in merged)
     return Merged(merged, tuple(problems), tuple(p for found in verified.values() for p in found))
 
