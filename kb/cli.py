@@ -235,8 +235,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     for n in outcome.not_run:
         if not n.reason.startswith("bad input"):
             _err(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}")
-    if outcome.parse_error is not None:
-        return 1  # vLLM exits while reading the command line: what else kb could not read comes after
+    if outcome.parse_error is not None or outcome.validation:
+        return 1  # vLLM exits reading the command line or building a config: what kb could not read comes after
     if not outcome.complete:
         return 2
     return 1 if outcome.errors else 0

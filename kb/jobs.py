@@ -325,9 +325,17 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
     model_config = read_config(config) if config is not None else None
+    from kb.checks.valid import valid_values
+
     outcome = predict(merged.records, parse_launch(argv, model_config, hardware))
+    outcome = replace(outcome, valid={p.record.id: valid_values(merged.records, outcome, p.record)
+                                      for p in outcome.predicted})
+    from kb.checks.order import validation_failures
     from kb.checks.verify import has_parser
 
     if result.config is None or not has_parser(result.config):
-        return outcome
-    return replace(outcome, parse_error=parse_command(result.config, serve_words(argv)).error)
+        return outcome  # no parser in the tree: the flags kb would accept are not known
+    parsed = parse_command(result.config, serve_words(argv))
+    failures = () if parsed.error is not None else tuple(validation_failures(result.config, parsed.values,
+                                                                            parsed.given))
+    return replace(outcome, parse_error=parsed.error, validation=failures, build_order=result.config.build_order)

@@ -67,13 +67,21 @@ def cases(flags_doc: dict) -> list[list[str]]:
     return out
 
 
-def run(case: list[str], version: str) -> dict:
-    payload = json.dumps({"argv": case, "config": LLAMA, "hardware": {"count": 8}})
-    done = subprocess.run([sys.executable, str(HERE / "run_case.py"), "--version", version], input=payload,
+def run_one(case: dict, version: str) -> dict:
+    """One case (argv, config, hardware) through run_case.py: the outcome, stage, exception,
+    message and where vLLM raised it."""
+    done = subprocess.run([sys.executable, str(HERE / "run_case.py"), "--version", version], input=json.dumps(case),
                           capture_output=True, text=True, check=True)
     result = json.loads(done.stdout)
-    return {"argv": case, "outcome": result.get("outcome"), "stage": result.get("stage"),
-            "exception": result.get("exception"), "message": result.get("message")}
+    return {"argv": case["argv"], "outcome": result.get("outcome"), "stage": result.get("stage"),
+            "exception": result.get("exception"), "message": result.get("message"),
+            "raised_at": result.get("raised_at")}
+
+
+def run(case: list[str], version: str) -> dict:
+    record = run_one({"argv": case, "config": LLAMA, "hardware": {"count": 8}}, version)
+    record.pop("raised_at")
+    return record
 
 
 def main() -> int:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError
 from kb.checks.evaluate import evaluate, parse, substitute
 from kb.checks.launch import Launch
+from kb.checks.order import ValidationFailure, position
 from kb.errors import ExprError
 from kb.model import Check, RaiseSite, Record
 from kb.scan.messages import placeholders
@@ -52,10 +53,21 @@ class Outcome:
     launch: Launch
     not_run: tuple[NotRun, ...] = ()
     parse_error: Optional[ParseError] = None  # vLLM exits while reading the command line, before any check
+    validation: tuple[ValidationFailure, ...] = ()  # configs whose pydantic constraints the flags break
+    build_order: tuple[tuple[str, int], ...] = ()  # of the release (kb.config.order): sorts what comes first
+    valid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # id -> flag -> values passing every check
 
     @property
     def errors(self) -> int:
-        return len(self.predicted) + (self.parse_error is not None)
+        return len(self.predicted) + len(self.validation) + (self.parse_error is not None)
+
+    def in_order(self) -> list[ValidationFailure | Prediction]:
+        """Everything predicted after the command line is read, in the order vLLM meets it."""
+        order = dict(self.build_order)
+        events: list[tuple[tuple[float, int, str, int], ValidationFailure | Prediction]] = [
+            ((v.built_at, 0, "", 0), v) for v in self.validation]
+        events += [(position(p.record, order), p) for p in self.predicted]
+        return [e for _, e in sorted(events, key=lambda e: e[0])]
 
     @property
     def complete(self) -> bool:

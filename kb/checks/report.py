@@ -5,21 +5,46 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from kb.checks.predict import Outcome
+from kb.checks.order import ValidationFailure
+from kb.checks.predict import Outcome, Prediction
 
 
 def page_url(ident: str, site_url: Optional[str]) -> str:
     return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
 
 
+def _first(outcome: Outcome) -> Optional[dict[str, Any]]:
+    """What vLLM stops at: the parser's error, else the first config it cannot build or check."""
+    if outcome.parse_error is not None:
+        return {"kind": "parse", "message": outcome.parse_error.printed}
+    events = outcome.in_order()
+    if not events:
+        return None
+    e = events[0]
+    if isinstance(e, ValidationFailure):
+        return {"kind": "validation", "class": e.config_class, "message": e.printed}
+    return {"kind": "check", "id": e.record.id, "message": e.message}
+
+
 def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
+    events = outcome.in_order()
+    rank = {id(e): n for n, e in enumerate(events, 1)}
+    predicted = [e for e in events if isinstance(e, Prediction)]
     data: dict[str, Any] = {
         "predicted": [
             {"id": p.record.id, "class": p.record.exception_class, "file": p.record.file, "line": p.record.line,
              "function": p.record.sites[0].fact.qualname, "message": p.message, "template": p.record.template,
              "firstSolution": p.record.entry.solutions[0] if p.record.entry and p.record.entry.solutions else None,
-             "url": page_url(p.record.id, site_url)}
-            for p in outcome.predicted],
+             "url": page_url(p.record.id, site_url), "order": rank[id(p)],
+             "validValues": outcome.valid.get(p.record.id, {})}
+            for p in predicted],
+        "validationErrors": [
+            {"class": v.config_class, "builtAt": f"vllm/engine/arg_utils.py:{v.built_at}", "message": v.printed,
+             "order": rank[id(v)],
+             "errors": [{"field": f.field, "flag": f.flag, "type": f.kind, "msg": f.msg, "value": f.value}
+                        for f in v.errors]}
+            for v in events if isinstance(v, ValidationFailure)],
+        "first": _first(outcome),
         "skipped": [{"id": s.record.id, "missing": list(s.missing)} for s in outcome.skipped],
         "ignoredFlags": list(outcome.launch.ignored_flags),
         "problems": list(outcome.launch.problems),
@@ -34,7 +59,8 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
 
 def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
     lines: list[str] = []
-    n = len(outcome.predicted)
+    events = outcome.in_order()
+    n = len(events)
     stop = outcome.parse_error
     if stop is not None:
         lines += ["vLLM stops while reading the command line, before it builds any config:",
@@ -44,24 +70,30 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
                          "the error, not its exact text)")
         if n:
             lines += ["", f"After you fix it, {n} error{'s' if n > 1 else ''} predicted for this launch:"]
+    elif n == 1:
+        lines.append("1 error predicted for this launch:")
     elif n:
-        lines.append(f"{n} error{'s' if n > 1 else ''} predicted for this launch:")
+        lines.append(f"{n} errors predicted for this launch, in the order vLLM meets them:")
     else:
         lines.append("No error predicted by the checks whose inputs are known.")
-    functions: dict[tuple[str, str], int] = {}
-    for p in outcome.predicted:
-        key = (p.record.file, p.record.sites[0].fact.qualname)
-        functions[key] = functions.get(key, 0) + 1
-    for p in outcome.predicted:
-        r = p.record
-        lines += ["", f"  {r.id}  {r.exception_class}  {r.file}:{r.line}  ({r.sites[0].fact.qualname})",
-                  f"    {p.message}"]
+    for i, e in enumerate(events):
+        mark = "" if n == 1 else "  (vLLM raises this one first)" if i == 0 and stop is None else \
+            "  (after you fix the first)"
+        if isinstance(e, ValidationFailure):
+            lines += ["", f"  ValidationError  building {e.config_class} (vllm/engine/arg_utils.py:{e.built_at}){mark}"]
+            lines += [f"    {line}" for line in e.printed.splitlines()]
+            continue
+        r = e.record
+        lines += ["", f"  {r.id}  {r.exception_class}  {r.file}:{r.line}  ({r.sites[0].fact.qualname}){mark}",
+                  f"    {e.message}"]
         if r.entry is not None and r.entry.solutions:
             lines.append(f"    First fix: {r.entry.solutions[0]}")
+        for flag, values in outcome.valid.get(r.id, {}).items():
+            lines.append(f"    Valid {flag} here (the rest unchanged, every check kb runs passes): "
+                         + ", ".join(str(v) for v in values))
         lines.append(f"    {page_url(r.id, site_url)}")
-    if any(count > 1 for count in functions.values()):
-        lines += ["", "  Errors checked in the same function are raised in this order: vLLM stops at the first, "
-                      "the next appears once it is fixed."]
+    if n > 1:
+        lines += ["", "  vLLM stops at the first error; the next appears once it is fixed."]
     if outcome.skipped:
         lines += ["", f"{len(outcome.skipped)} check(s) skipped for missing inputs:"]
         by_missing: dict[tuple[str, ...], list[str]] = {}

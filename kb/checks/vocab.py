@@ -179,12 +179,15 @@ def _bool(text: str) -> bool:
 
 
 def _size(text: str) -> int:
-    """--max-model-len accepts 1k / 32K / 25.6k suffixes."""
-    low = text.strip().lower()
-    for suffix, factor in (("k", 1000), ("m", 1000**2), ("g", 1000**3)):
-        if low.endswith(suffix):
-            return int(float(low[:-1]) * factor)
-    return int(low)
+    """--max-model-len as vLLM reads it: `1k` / `25.6k` are thousands, `32K` is 32 x 1024, `auto` -1."""
+    import argparse
+
+    from kb.checks.cli_parse import human_readable_int_or_auto
+
+    try:
+        return human_readable_int_or_auto(text)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 def flag_index() -> dict[str, Input]:

@@ -1,0 +1,127 @@
+"""vLLM's order: which predicted error a launch meets first.
+
+`vllm serve` reads the command line (kb/checks/cli_parse.py), then `EngineArgs` is built
+(its `__post_init__`), then `create_engine_config` builds the configs one after another (the
+flag model's `build_order`, read from its source). Building a config runs pydantic's field
+constraints (all of one class reported together) and field validators, then `__post_init__`,
+then the model validators (vLLM's are `mode="after"`: real vLLM 0.33.0 raises ParallelConfig's
+world-size check of `__post_init__` before its TP/DCP model validator). A
+config's other methods (`ModelConfig.verify_with_parallel_config`) run once every config is
+built, from `VllmConfig`; so do `VllmConfig`'s own checks. Raises elsewhere come last, in file
+and line order. Within one place, vLLM's line order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from kb.config.model import ConfigModel
+from kb.model import Record
+
+ENGINE_FILE = "vllm/engine/arg_utils.py"
+_AT_BUILD = frozenset({"__post_init__", "__init__"})
+_VALIDATORS = frozenset({"field_validator", "model_validator", "validator", "root_validator", "post_init", "init"})
+LAST = math.inf
+
+
+def position(r: Record, order: Mapping[str, int]) -> tuple[float, int, str, int]:
+    """Where in vLLM's start-up the record's first site raises: (line of create_engine_config it
+    happens at, 0 pydantic / 1 a check, file, line)."""
+    site = r.sites[0]
+    parts = site.fact.qualname.split(".")
+    cls = parts[0] if len(parts) > 1 and parts[0][:1].isupper() else ""
+    fn = parts[-1]
+    built_at: float = LAST
+    if cls == "EngineArgs":
+        if fn == "__post_init__":
+            built_at = 0
+        elif fn == "create_engine_config" and r.file == ENGINE_FILE:
+            built_at = site.line
+        else:
+            made = next((c for c in order if fn == f"create_{_snake(c)}"), None)
+            built_at = order[made] if made is not None else LAST
+    elif cls in order and (fn in _AT_BUILD or site.fact.validation in _VALIDATORS):
+        built_at = order[cls]
+        # pydantic builds a config: field constraints (0) and field validators, then __post_init__, then
+        # the model validators (mode="after", as vLLM's checks are)
+        phase = {"field_validator": 1, "validator": 1, "model_validator": 3, "root_validator": 3}.get(
+            site.fact.validation or "", 2)
+        return (built_at, phase, r.file, r.line)
+    elif cls in order and "VllmConfig" in order:
+        built_at = order["VllmConfig"] + 0.5  # once every config is built
+    return (built_at, 1, r.file, r.line)
+
+
+def _snake(name: str) -> str:
+    """ModelConfig -> model_config."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+# --- pydantic's field constraints ---------------------------------------------------------------------
+_CHECKS: tuple[tuple[str, str, str, Callable[[float, float], bool]], ...] = (
+    # pydantic-core's order for numbers: multiple_of, le, lt, ge, gt
+    ("multiple_of", "multiple_of", "Input should be a multiple of {}", lambda v, c: v % c == 0),
+    ("le", "less_than_equal", "Input should be less than or equal to {}", lambda v, c: v <= c),
+    ("lt", "less_than", "Input should be less than {}", lambda v, c: v < c),
+    ("ge", "greater_than_equal", "Input should be greater than or equal to {}", lambda v, c: v >= c),
+    ("gt", "greater_than", "Input should be greater than {}", lambda v, c: v > c),
+)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    flag: str
+    kind: str  # pydantic's error type
+    msg: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class ValidationFailure:
+    """pydantic's ValidationError when a config is built from the given flags."""
+
+    config_class: str
+    errors: tuple[FieldError, ...]
+    built_at: int  # the line of create_engine_config that builds it
+
+    @property
+    def printed(self) -> str:
+        n = len(self.errors)
+        lines = [f"{n} validation error{'s' if n > 1 else ''} for {self.config_class}"]
+        for e in self.errors:
+            lines += [e.field, f"  {e.msg} [type={e.kind}, input_value={e.value!r}, "
+                               f"input_type={type(e.value).__name__}]"]
+        return "\n".join(lines)
+
+
+def _shown(c: Any) -> str:
+    return str(int(c)) if isinstance(c, float) and c.is_integer() else str(c)
+
+
+def validation_failures(model: ConfigModel, values: Mapping[str, Any], given: Sequence[str]) -> list[ValidationFailure]:
+    """The configs whose pydantic constraints the given flags break, in the order they are built."""
+    order = dict(model.build_order)
+    by_class: dict[str, list[FieldError]] = {}
+    for f in sorted(model.flags, key=lambda f: (f.file, f.line)):
+        if f.dest not in given or not f.constraints or f.config_class not in order or f.config_field is None:
+            continue
+        value = values.get(f.dest)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        limits = dict(f.constraints)
+        for key, kind, msg, ok in _CHECKS:
+            limit = limits.get(key)
+            if isinstance(limit, (int, float)) and not isinstance(limit, bool) and not ok(value, limit):
+                by_class.setdefault(f.config_class, []).append(
+                    FieldError(f.config_field, f.name, kind, msg.format(_shown(limit)), value))
+                break
+    return sorted((ValidationFailure(c, tuple(errs), order[c]) for c, errs in by_class.items()),
+                  key=lambda v: v.built_at)
+
+
+def first_failure(failures: Sequence[ValidationFailure]) -> Optional[ValidationFailure]:
+    return failures[0] if failures else None
