@@ -317,25 +317,12 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
                  hardware: Optional[dict[str, object]] = None, errors: Optional[Path] = None,
                  use_cache: bool = True) -> Outcome:
     """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
-    then which curated errors vLLM would raise for this launch (checks with all inputs known)."""
-    from kb.checks.cli_parse import parse_command
-    from kb.checks.launch import parse_launch, read_config, serve_words
-    from kb.checks.predict import predict
+    its configs' field constraints, then which curated errors vLLM would raise for this launch
+    (checks with all inputs known), in vLLM's order."""
+    from kb.checks.launch import read_config
+    from kb.checks.launch_check import check_one
 
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
     model_config = read_config(config) if config is not None else None
-    from kb.checks.valid import valid_values
-
-    outcome = predict(merged.records, parse_launch(argv, model_config, hardware))
-    outcome = replace(outcome, valid={p.record.id: valid_values(merged.records, outcome, p.record)
-                                      for p in outcome.predicted})
-    from kb.checks.order import validation_failures
-    from kb.checks.verify import has_parser
-
-    if result.config is None or not has_parser(result.config):
-        return outcome  # no parser in the tree: the flags kb would accept are not known
-    parsed = parse_command(result.config, serve_words(argv))
-    failures = () if parsed.error is not None else tuple(validation_failures(result.config, parsed.values,
-                                                                            parsed.given))
-    return replace(outcome, parse_error=parsed.error, validation=failures, build_order=result.config.build_order)
+    return check_one(merged.records, result.config, argv, model_config, hardware)
