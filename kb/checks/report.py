@@ -89,7 +89,7 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
         if r.entry is not None and r.entry.solutions:
             lines.append(f"    First fix: {r.entry.solutions[0]}")
         for flag, values in outcome.valid.get(r.id, {}).items():
-            lines.append(f"    Valid {flag} here (the rest unchanged, every check kb runs passes): "
+            lines.append(f"    Valid {flag} here (the rest unchanged, every check of it passes): "
                          + ", ".join(str(v) for v in values))
         lines.append(f"    {page_url(r.id, site_url)}")
     if n > 1:

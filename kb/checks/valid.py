@@ -1,5 +1,5 @@
-"""Valid values: for a predicted error, the values of each flag it reads that pass every check
-kb runs for this launch, the other inputs unchanged. Small domains only: the flag's choices, else
+"""Valid values: for a predicted error, the values of each flag it reads with which no check that
+reads that flag raises for this launch, the other inputs unchanged. Small domains only: the flag's choices, else
 for a count 1 to 16, the powers of two to 1024 and the divisors of the other counts given, within
 the vocabulary's minimum; at most MAX_CANDIDATES values tried per flag."""
 
@@ -31,7 +31,8 @@ def candidates(name: str, launch: Launch) -> list[Any]:
 
 
 def valid_values(records: Sequence[Record], outcome: Outcome, record: Record) -> dict[str, list[Any]]:
-    """Flag -> the values that pass every check, for the flags the record's check reads."""
+    """Flag -> the values with which every check reading the flag passes, for the flags the
+    record's check reads."""
     check = record.entry.check if record.entry is not None else None
     if check is None:
         return {}
@@ -40,11 +41,13 @@ def valid_values(records: Sequence[Record], outcome: Outcome, record: Record) ->
         inp = INPUTS.get(name)
         if inp is None or inp.kind != "flag":
             continue
+        reading = [r for r in records if r.entry is not None and r.entry.check is not None
+                   and name in r.entry.check.inputs]
         good = []
         for v in candidates(name, outcome.launch):
             values = {**outcome.launch.values, name: v}
             trial = replace(outcome.launch, values=values, given={**outcome.launch.given, name: v})
-            if not predict(records, trial).predicted:
+            if not predict(reading, trial).predicted:
                 good.append(v)
         if good:
             out[inp.flags[0]] = good
