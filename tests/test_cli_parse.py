@@ -14,7 +14,7 @@ import pytest
 from kb.checks.cli_parse import human_readable_int, parse_command, rewrite
 from kb.cli import main
 from kb.config.model import ConfigModel
-from kb.jobs import read_flags
+from kb.jobs import read_flags, scan_release
 from kb.scan.source import SourceSpec
 from test_sets import dcp_tree
 
@@ -124,3 +124,29 @@ def test_every_recorded_real_vllm_case_gets_the_same_parser_verdict() -> None:
         elif got is not None and got.exact and case["stage"] == "argparse" and got.message != case["message"]:
             wrong.append((case["argv"], case["message"], got.message))
     assert not wrong, wrong
+
+
+def test_kb_lint_refuses_an_example_fix_vllms_parser_or_a_field_constraint_refuses(tmp_path: Path) -> None:
+    from entryhelpers import DCP_ENTRY, DCP_GUARD, DCP_ID, DCP_MAX_ID, DCP_TEMPLATE, write_entries
+    from kb.records.lint import lint
+    from kb.records.merge import build_records
+    from test_order import ARG_UTILS_ORDER
+    from test_sets import DCP, PARALLEL_DCP
+
+    tree = dcp_tree(tmp_path / "tree")
+    (tree / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_ORDER)  # create_engine_config builds ParallelConfig
+    (tree / "vllm/config/parallel.py").write_text(PARALLEL_DCP.replace(
+        "    decode_context_parallel_size: int = 1", "    decode_context_parallel_size: int = Field(default=1, ge=1)"))
+    scan = scan_release(SourceSpec(source_dir=str(tree)), use_cache=False)
+    (r,) = [r for r in build_records(scan) if r.template == DCP]
+    entry = DCP_ENTRY.replace(DCP_ID, r.id).replace(DCP_TEMPLATE, r.template).replace(DCP_GUARD, r.sites[0].fact.guard) \
+        .replace(f"related: [{DCP_MAX_ID}]\n", "")
+    assert list(lint(scan, write_entries(tmp_path / "good", {"dcp.yaml": entry})).problems) == []
+    unknown = entry.replace("--decode-context-parallel-size 2\n", "--decode-context-parallel-size 2 --bogus\n")
+    problems = list(lint(scan, write_entries(tmp_path / "bad", {"dcp.yaml": unknown})).problems)
+    assert problems == ["bad/dcp.yaml:12: example_fix.after: vLLM's parser refuses it: vllm serve: error: "
+                        "unrecognized arguments: --bogus"], problems
+    zero = entry.replace("--decode-context-parallel-size 2\n", "--decode-context-parallel-size 0\n")
+    problems = list(lint(scan, write_entries(tmp_path / "zero", {"dcp.yaml": zero})).problems)
+    assert any("example_fix.after: vLLM cannot build ParallelConfig: --decode-context-parallel-size: Input should "
+               "be greater than or equal to 1" in p for p in problems), problems

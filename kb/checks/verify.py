@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from kb.checks.cli_parse import parse_command
 from kb.checks.evaluate import evaluate, substitute
 from kb.checks.launch import command_words, parse_launch, serve_words
+from kb.checks.order import validation_failures
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.errors import ExprError, MissingInput
@@ -116,13 +117,16 @@ def _failed_check(failed: NotRun, r: Record, side: str) -> Located:
 
 
 def has_parser(config: Optional[ConfigModel]) -> bool:
-    """The tree's `vllm serve` parser was found: its flags are all there is to accept."""
-    return config is not None and config.parser_file is not None and len(config.flags) > 1
+    """The tree's `vllm serve` parser was found, with its positional model: its flags are all
+    there is to accept (a partial read would refuse good commands as unrecognized)."""
+    return config is not None and config.parser_file is not None and any(not f.options for f in config.flags) \
+        and len(config.flags) > 2
 
 
 def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[Located]:
     """`before` must predict this error, `after` must predict no error at all; neither may be
-    refused by vLLM's argument parser (kb/checks/cli_parse.py), which stops before any check."""
+    refused by vLLM's argument parser (kb/checks/cli_parse.py) or break a config field's
+    constraints (kb/checks/order.py): vLLM stops there, before this check."""
     e = r.entry
     assert e is not None and e.example_fix is not None and e.check is not None
     fix = e.example_fix
@@ -133,11 +137,16 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
     problems: list[Located] = []
     for side, text in (("before", fix.before), ("after", fix.after)):
         words = command_words(text)
-        refused = parse_command(config, serve_words(words)).error if config is not None and has_parser(config) \
-            else None
-        if refused is not None:
-            problems.append(Located(e.path, e.line_of("example_fix", side),
-                                    f"example_fix.{side}: vLLM's parser refuses it: {refused.printed}"))
+        if config is not None and has_parser(config):
+            parsed = parse_command(config, serve_words(words))
+            if parsed.error is not None:
+                problems.append(Located(e.path, e.line_of("example_fix", side),
+                                        f"example_fix.{side}: vLLM's parser refuses it: {parsed.error.printed}"))
+            else:
+                for failure in validation_failures(config, parsed.values, parsed.given):
+                    problems.append(Located(e.path, e.line_of("example_fix", side),
+                                            f"example_fix.{side}: vLLM cannot build {failure.config_class}: "
+                                            + " / ".join(f"{f.flag}: {f.msg}" for f in failure.errors)))
         launch = parse_launch(words, fix.model_config or None, fix.hardware or None)
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
