@@ -29,30 +29,43 @@ LAST = math.inf
 
 def position(r: Record, order: Mapping[str, int]) -> tuple[float, int, str, int]:
     """Where in vLLM's start-up the record's first site raises: (line of create_engine_config it
-    happens at, 0 pydantic / 1 a check, file, line)."""
+    happens at, its phase there, file, line). A function that is not a method of a config runs
+    where its callers in the same file run (`_get_and_verify_max_len`, called by
+    `ModelConfig.get_and_verify_max_len`, called by `ModelConfig.__post_init__`): the earliest."""
     site = r.sites[0]
-    parts = site.fact.qualname.split(".")
+    own = _place(site.fact.qualname, site.fact.validation, r.file, site.line, order)
+    later = "VllmConfig" in order and own[0] == order["VllmConfig"] + 0.5  # a method, run after the builds
+    if not (own[0] == LAST or later) or not site.fact.callers:
+        return (*own, r.file, r.line)
+    # where its callers in the same file run it, and at which of their lines
+    through = [(*_place(c.qualname, None, r.file, c.line, order), r.file, c.line) for c in site.fact.callers]
+    through += [(*_place(cc.qualname, None, r.file, cc.line, order), r.file, cc.line)
+                for c in site.fact.callers for cc in c.callers]
+    return min(through)  # it runs when (and where) its first caller calls it
+
+
+def _place(qualname: str, validation: Optional[str], file: str, line: int,
+           order: Mapping[str, int]) -> tuple[float, int]:
+    parts = qualname.split(".")
     cls = parts[0] if len(parts) > 1 and parts[0][:1].isupper() else ""
     fn = parts[-1]
     built_at: float = LAST
     if cls == "EngineArgs":
         if fn == "__post_init__":
             built_at = 0
-        elif fn == "create_engine_config" and r.file == ENGINE_FILE:
-            built_at = site.line
+        elif fn == "create_engine_config" and file == ENGINE_FILE:
+            built_at = line
         else:
             made = next((c for c in order if fn == f"create_{_snake(c)}"), None)
             built_at = order[made] if made is not None else LAST
-    elif cls in order and (fn in _AT_BUILD or site.fact.validation in _VALIDATORS):
-        built_at = order[cls]
+    elif cls in order and (fn in _AT_BUILD or validation in _VALIDATORS):
         # pydantic builds a config: field constraints (0) and field validators, then __post_init__, then
         # the model validators (mode="after", as vLLM's checks are)
-        phase = {"field_validator": 1, "validator": 1, "model_validator": 3, "root_validator": 3}.get(
-            site.fact.validation or "", 2)
-        return (built_at, phase, r.file, r.line)
+        return (order[cls], {"field_validator": 1, "validator": 1, "model_validator": 3,
+                             "root_validator": 3}.get(validation or "", 2))
     elif cls in order and "VllmConfig" in order:
         built_at = order["VllmConfig"] + 0.5  # once every config is built
-    return (built_at, 1, r.file, r.line)
+    return (built_at, 1)
 
 
 def _snake(name: str) -> str:

@@ -330,9 +330,9 @@ class _Walker:
         locals_, reads = _guard_reads([*self.terms, *self.loops], scope, self.module_scope, node.lineno,
                                       tuple(self.path))
         callers: tuple[Caller, ...] = ()
-        if function is not None:
+        if function is not None:  # also with no parameter read: where it is called orders it (kb check)
             params = tuple(n for n in reads if n not in ("self", "cls") and _is_parameter(function, n))
-            callers = self.callers(function, params) if params else ()
+            callers = self.callers(function, params)
         self.raises.append(
             RaiseFact(
                 line=node.lineno,
@@ -374,7 +374,7 @@ class _Walker:
             more: tuple[Caller, ...] = ()
             if site.function is not None and hops + 1 < _MAX_HOPS:
                 wanted = tuple(n for n in reads if n not in ("self", "cls") and _is_parameter(site.function, n))
-                more = self.callers(site.function, wanted, hops + 1) if wanted else ()
+                more = self.callers(site.function, wanted, hops + 1)
             found.append(Caller(site.qualname, site.call.lineno, tuple(a for a, _ in args), locals_, more))
         self.caller_memo[key] = tuple(found)
         return self.caller_memo[key]
