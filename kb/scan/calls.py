@@ -2,8 +2,8 @@
 
 A guard that reads a parameter (`if dtype not in _STR_DTYPE_TO_TORCH_DTYPE`) says nothing about
 what users set until the call is followed (`_get_and_verify_dtype(..., self.dtype, ...)`). The
-index is built lazily, per function name: a text search finds the lines that write `name(`, and
-only the subtrees holding those lines are walked; calls are matched to a
+index is built lazily: one text search finds the lines that write `name(` for every name, and
+for a function only the subtrees holding its lines are walked; calls are matched to a
 definition by name, and to a method only through `self`, `cls` or its class's name, so a method
 of another class with the same name is never taken for it. Calls from other files are not
 followed: the scan reads one file at a time.
@@ -19,6 +19,7 @@ from typing import Optional, Union
 
 FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_CALLS = 4  # calls of one function followed, the first in the file
+_CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class CallIndex:
         self.module = module
         self.data = data
         self._defs: Optional[dict[int, _Def]] = None
-        self._line_starts: Optional[list[int]] = None
+        self._written: Optional[dict[bytes, list[int]]] = None  # name -> lines where `name(` is written
         self._calls: dict[str, list[CallSite]] = {}
 
     def _build_defs(self) -> dict[int, _Def]:
@@ -55,11 +56,15 @@ class CallIndex:
         return defs
 
     def _lines_calling(self, name: str) -> list[int]:
-        """Lines where `name(` is written (a cheap text search: only those subtrees are walked)."""
-        if self._line_starts is None:
-            self._line_starts = [0, *(m.end() for m in re.finditer(rb"\n", self.data))]
-        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
-        return sorted({bisect.bisect_right(self._line_starts, m.start()) for m in pattern.finditer(self.data)})
+        """Lines where `name(` is written (one text search of the file for every name: only the
+        subtrees holding those lines are walked)."""
+        if self._written is None:
+            starts = [0, *(m.end() for m in re.finditer(rb"\n", self.data))]
+            written: dict[bytes, set[int]] = {}
+            for m in _CALLED.finditer(self.data):
+                written.setdefault(m.group(1), set()).add(bisect.bisect_right(starts, m.start()))
+            self._written = {k: sorted(v) for k, v in written.items()}
+        return self._written.get(name.encode(), [])
 
     def _calls_named(self, name: str) -> list[CallSite]:
         if name in self._calls:
