@@ -150,3 +150,31 @@ def test_kb_lint_refuses_an_example_fix_vllms_parser_or_a_field_constraint_refus
     problems = list(lint(scan, write_entries(tmp_path / "zero", {"dcp.yaml": zero})).problems)
     assert any("example_fix.after: vLLM cannot build ParallelConfig: --decode-context-parallel-size: Input should "
                "be greater than or equal to 1" in p for p in problems), problems
+
+
+def test_the_parsers_hints_are_read_from_the_tree(tmp_path: Path) -> None:
+    from test_flags import ARGPARSE_UTILS
+
+    tree = dcp_tree(tmp_path / "tree")
+    (tree / "vllm/utils/argparse_utils.py").write_text(ARGPARSE_UTILS + '''
+
+class FlexibleArgumentParser:
+    def error(self, message):
+        if message.startswith("unrecognized arguments:") and re.search(r"(^|\\s)--task(=|\\s|$)", message):
+            message += "\\n\\nHint: use --runner pooling."
+        if message.startswith("unrecognized arguments:") and re.search(r"(", message):
+            message += " a pattern that is not a regular expression is skipped"
+        super().error(message)
+''')
+    model = read_flags(SourceSpec(source_dir=str(tree)))[1]
+    assert model.parser_hints == (("(^|\\s)--task(=|\\s|$)", "\n\nHint: use --runner pooling."),
+                                  ("(", " a pattern that is not a regular expression is skipped"))
+    assert error_of(model, "m", "--task", "embed") == (
+        "vllm serve: error: unrecognized arguments: --task embed\n\nHint: use --runner pooling.")
+    assert error_of(model, "m", "--tasks") == "vllm serve: error: unrecognized arguments: --tasks"
+    assert error_of(flags_without_hints(tmp_path), "m", "--task", "embed") == (
+        "vllm serve: error: unrecognized arguments: --task embed")
+
+
+def flags_without_hints(tmp_path: Path) -> ConfigModel:
+    return read_flags(SourceSpec(source_dir=str(dcp_tree(tmp_path / "plain"))))[1]

@@ -60,16 +60,23 @@ class _Inexact(argparse.ArgumentTypeError):
     """A converter's refusal whose exact words kb cannot reproduce."""
 
 
-_TASK_HINT = ("\n\nHint: --task is not a vllm serve option. For embedding, reranking, or reward models, use "
-              "--runner pooling. To adapt a generative model for pooling, also use --convert embed, --convert "
-              "classify, or --convert reward.")
-
-
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, hints: Sequence[tuple[str, str]] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hints = tuple(hints)
+
     def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments:") and re.search(r"(^|\s)--task(=|\s|$)", message):
-            message += _TASK_HINT  # FlexibleArgumentParser.error's hint (vLLM 0.33.0)
+        if message.startswith("unrecognized arguments:") and len(message) <= MAX_MESSAGE:
+            for pattern, hint in self.hints:  # FlexibleArgumentParser.error's own, read from the tree
+                try:
+                    if re.search(pattern, message):
+                        message += hint
+                except re.error:
+                    continue
         raise _Stop(message)
+
+
+MAX_MESSAGE = 10_000  # a hint's pattern (from the scanned source) is only run on a message this short
 
 
 # --- vLLM's converters, by the name the flag model records ---------------------------------------
@@ -218,7 +225,7 @@ def _negatives(f: Flag) -> frozenset[str]:
 
 
 def build_parser(model: ConfigModel) -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, add_help=False)
+    parser = _Parser(model.parser_hints, prog=PROG, add_help=False)
     for f in model.flags:
         if f.action == "help":
             parser.add_argument(*f.options, action="store_true", dest="help")

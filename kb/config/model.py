@@ -181,6 +181,8 @@ class ConfigModel:
     request_fields: tuple[RequestField, ...] = ()
     # (config class, line of vllm/engine/arg_utils.py) in the order create_engine_config builds them
     build_order: tuple[tuple[str, int], ...] = ()
+    # what vLLM's parser adds to an "unrecognized arguments" error: (the pattern it searches, the text)
+    parser_hints: tuple[tuple[str, str], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -218,6 +220,7 @@ class ConfigModel:
             "config_keys": [k.to_json() for k in self.config_keys],
             "request_fields": [f.to_json() for f in self.request_fields],
             "build_order": [list(b) for b in self.build_order],
+            "parser_hints": [list(h) for h in self.parser_hints],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -232,4 +235,4 @@ class ConfigModel:
             tuple(Located(w["path"], w["line"], w["message"]) for w in d["warnings"]),
             tuple(EnvVar.from_json(e) for e in d["env"]), tuple(ConfigKey.from_json(k) for k in d["config_keys"]),
             tuple(RequestField.from_json(f) for f in d["request_fields"]),
-            tuple((b[0], b[1]) for b in d["build_order"]))
+            tuple((b[0], b[1]) for b in d["build_order"]), tuple((h[0], h[1]) for h in d["parser_hints"]))

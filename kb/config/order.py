@@ -72,3 +72,34 @@ def _config_of(reader: Reader, engine: ClassRef, call: ast.Call) -> Optional[str
                     if _CONFIG.fullmatch(inner):
                         return inner
     return None
+
+
+PARSER_MODULE = "vllm.utils.argparse_utils"
+MAX_HINT = 2_000  # characters of a hint kept, and of the pattern that selects it
+
+
+def parser_hints(reader: Reader) -> tuple[tuple[str, str], ...]:
+    """What FlexibleArgumentParser.error adds to argparse's message: (the `re.search` pattern
+    of its condition, the text it appends), for `message += "..."` under an `if` that searches
+    the message (vLLM 0.33.0: the `--task` hint)."""
+    module = reader.modules.get(PARSER_MODULE)
+    found = reader.modules.lookup(module, "FlexibleArgumentParser") if module is not None else None
+    cls = reader.found_value(found) if found is not None else None
+    method = reader.class_attr(cls, "error") if isinstance(cls, ClassRef) else None
+    if not isinstance(method, FunctionRef) or isinstance(method.node, ast.Lambda):
+        return ()
+    out: list[tuple[str, str]] = []
+    for stmt in method.node.body:
+        if not isinstance(stmt, ast.If):
+            continue
+        searches = [n for n in ast.walk(stmt.test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "search" and n.args and isinstance(n.args[0], ast.Constant)
+                    and isinstance(n.args[0].value, str)]
+        added = [s.value.value for s in stmt.body if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                 and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)]
+        if len(searches) == 1 and len(added) == 1 and "unrecognized arguments:" in ast.unparse(stmt.test):
+            pattern = searches[0].args[0]
+            text = pattern.value if isinstance(pattern, ast.Constant) else None
+            if isinstance(text, str) and len(text) <= MAX_HINT and len(added[0]) <= MAX_HINT:
+                out.append((text, added[0]))
+    return tuple(out)

@@ -18,7 +18,7 @@ from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
 from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
-from kb.config.order import build_order
+from kb.config.order import build_order, parser_hints
 from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
@@ -55,9 +55,11 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
                                          lambda r: read_request_fields(r, paths), warnings)
     order: list[tuple[str, int]] = _inputs(modules, "the order configs are built in", "vllm/engine/arg_utils.py",
                                            lambda r: list(build_order(r)), warnings)
+    hints: list[tuple[str, str]] = _inputs(modules, "the parser's hints", "vllm/utils/argparse_utils.py",
+                                           lambda r: list(parser_hints(r)), warnings)
     warnings += modules.warnings + reader.warnings
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
-                       tuple(env), tuple(keys), tuple(fields), tuple(order))
+                       tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints))
 
 
 _T = TypeVar("_T")
