@@ -178,3 +178,17 @@ class FlexibleArgumentParser:
 
 def flags_without_hints(tmp_path: Path) -> ConfigModel:
     return read_flags(SourceSpec(source_dir=str(dcp_tree(tmp_path / "plain"))))[1]
+
+
+def test_flags_argparse_cannot_register_give_no_verdict_never_a_traceback(flags: ConfigModel) -> None:
+    from dataclasses import replace
+
+    tp = next(f for f in flags.flags if f.name == "--tensor-parallel-size")
+    clash = replace(tp, dest="other", name="--other")  # the same option strings twice: argparse refuses it
+    broken = replace(flags, flags=(*flags.flags, clash))
+    parsed = parse_command(broken, ["m", "--no-such-flag"])
+    assert parsed.error is None and not parsed.checked
+    odd = replace(tp, options=("tensor-parallel-size",), visible=(), name="x", dest="y", nargs="+", action="append")
+    assert not parse_command(replace(flags, flags=(*flags.flags, odd)), ["m", "-tp", "x"]).checked
+    long_words = ["m", *(["--runner", "auto"] * 5000)]
+    assert parse_command(flags, long_words).error is None

@@ -48,6 +48,7 @@ class Parsed:
     values: dict[str, Any]
     given: tuple[str, ...]  # dests the command sets, in order
     error: Optional[ParseError] = None
+    checked: bool = True  # False: the tree's flags do not make a parser argparse accepts; no verdict
 
 
 class _Stop(Exception):
@@ -224,37 +225,47 @@ def _negatives(f: Flag) -> frozenset[str]:
     return frozenset(o for o in out if o in f.options)
 
 
-def build_parser(model: ConfigModel) -> argparse.ArgumentParser:
+def build_parser(model: ConfigModel) -> Optional[argparse.ArgumentParser]:
+    """argparse's parser of the flag model; None when a flag cannot be registered as the tree
+    declares it (conflicting or malformed option strings): a parser missing a flag would refuse
+    good commands, so then no verdict is given."""
     parser = _Parser(model.parser_hints, prog=PROG, add_help=False)
     for f in model.flags:
-        if f.action == "help":
-            parser.add_argument(*f.options, action="store_true", dest="help")
-            continue
-        common: dict[str, Any] = {"dest": f.dest, "default": argparse.SUPPRESS}
-        if not f.options:  # the positional model tag
-            parser.add_argument(f.dest, nargs=f.nargs if f.nargs is not None else None, default=argparse.SUPPRESS)
-            continue
-        if f.action == "boolean":
-            action = parser.add_argument(*f.options, action=_Boolean, negative=_negatives(f), **common)
-            if f.visible:  # vLLM's EnableDisableAction names itself by the strings --help shows
-                action.option_strings = list(f.visible)
-        elif f.action in ("store_true", "store_false"):
-            parser.add_argument(*f.options, action=f.action, **common)
-        else:
-            kwargs: dict[str, Any] = dict(common)
-            if f.action == "append":
-                kwargs["action"] = "append"
-            if f.nargs is not None and f.action != "store_true":
-                kwargs["nargs"] = f.nargs
-                if f.nargs == "?":
-                    kwargs["const"] = True
-            convert = converter(f)
-            if convert is not None:
-                kwargs["type"] = convert
-            if f.choices is not None:
-                kwargs["choices"] = list(f.choices)
-            parser.add_argument(*f.options, **kwargs)
+        try:
+            _add(parser, f)
+        except (argparse.ArgumentError, ValueError, TypeError):
+            return None
     return parser
+
+
+def _add(parser: argparse.ArgumentParser, f: Flag) -> None:
+    if f.action == "help":
+        parser.add_argument(*f.options, action="store_true", dest="help")
+        return
+    common: dict[str, Any] = {"dest": f.dest, "default": argparse.SUPPRESS}
+    if not f.options:  # the positional model tag
+        parser.add_argument(f.dest, nargs=f.nargs if f.nargs is not None else None, default=argparse.SUPPRESS)
+        return
+    if f.action == "boolean":
+        action = parser.add_argument(*f.options, action=_Boolean, negative=_negatives(f), **common)
+        if f.visible:  # vLLM's EnableDisableAction names itself by the strings --help shows
+            action.option_strings = list(f.visible)
+    elif f.action in ("store_true", "store_false"):
+        parser.add_argument(*f.options, action=f.action, **common)
+    else:
+        kwargs: dict[str, Any] = dict(common)
+        if f.action == "append":
+            kwargs["action"] = "append"
+        if f.nargs is not None and f.action != "store_true":
+            kwargs["nargs"] = f.nargs
+            if f.nargs == "?":
+                kwargs["const"] = True
+        convert = converter(f)
+        if convert is not None:
+            kwargs["type"] = convert
+        if f.choices is not None:
+            kwargs["choices"] = list(f.choices)
+        parser.add_argument(*f.options, **kwargs)
 
 
 # --- vLLM's rewriting of the words -----------------------------------------------------------------
@@ -343,6 +354,8 @@ def parse_command(model: ConfigModel, words: Sequence[str]) -> Parsed:
     if problem is not None:
         return Parsed({}, (), problem)
     parser = build_parser(model)
+    if parser is None:
+        return Parsed({}, (), None, checked=False)
     try:
         namespace = parser.parse_args(args)
     except _Stop as stop:
