@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional
 
-from kb.config.model import ConfigModel, Flag
+from kb.config.model import STRING_METHODS, ConfigModel, Flag
 
 PROG = "vllm serve"
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -178,10 +178,6 @@ def _string_lambda(steps: list[list[Any]]) -> Callable[[str], Any]:
     return convert
 
 
-_STEPS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix",
-                    "casefold"})
-
-
 def converter(f: Flag) -> Optional[Callable[[str], Any]]:
     """The function argparse converts the flag's value with, named as vLLM's is (argparse puts
     the name in its message: "invalid int value: 'x'")."""
@@ -194,7 +190,7 @@ def converter(f: Flag) -> Optional[Callable[[str], Any]]:
             steps = json.loads(f.value_type.removeprefix("<lambda>"))
         except ValueError:
             return str
-        if isinstance(steps, list) and all(isinstance(s, list) and s and s[0] in _STEPS and len(s) <= 4
+        if isinstance(steps, list) and all(isinstance(s, list) and s and s[0] in STRING_METHODS and len(s) <= 4
                                            and all(isinstance(a, (str, int)) for a in s[1:]) for s in steps):
             return _string_lambda(steps)
         return str
@@ -348,12 +344,29 @@ def _merge_dotted(args: list[str]) -> list[str]:
     return keep
 
 
+_LAST: list[tuple[ConfigModel, Optional[argparse.ArgumentParser]]] = []  # the last model's parser
+
+
+def _parser_of(model: ConfigModel) -> Optional[argparse.ArgumentParser]:
+    """build_parser, once per flag model in a row (kb lint parses every example fix of a release)."""
+    if not _LAST or _LAST[0][0] is not model:
+        _LAST[:] = [(model, build_parser(model))]
+    return _LAST[0][1]
+
+
+def has_parser(config: Optional[ConfigModel]) -> bool:
+    """The tree's `vllm serve` parser was found, with its positional model: its flags are all
+    there is to accept (a partial read would refuse good commands as unrecognized)."""
+    return config is not None and config.parser_file is not None and any(not f.options for f in config.flags) \
+        and len(config.flags) > 2
+
+
 def parse_command(model: ConfigModel, words: Sequence[str]) -> Parsed:
     """The words after `vllm serve`, as vLLM's parser reads them: the values, or the first error."""
     args, problem = rewrite(words)
     if problem is not None:
         return Parsed({}, (), problem)
-    parser = build_parser(model)
+    parser = _parser_of(model)
     if parser is None:
         return Parsed({}, (), None, checked=False)
     try:
@@ -364,6 +377,6 @@ def parse_command(model: ConfigModel, words: Sequence[str]) -> Parsed:
         cause = stop.__context__
         exact = not isinstance(cause, _Inexact) and not (isinstance(cause, argparse.ArgumentError)
                                                          and isinstance(cause.__context__, _Inexact))
-        return Parsed({}, (), ParseError(stop.message, name, exact and "_Inexact" not in stop.message))
+        return Parsed({}, (), ParseError(stop.message, name, exact))
     values = {k: v for k, v in vars(namespace).items() if k != "help"}
     return Parsed(values, tuple(values))

@@ -9,12 +9,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Optional
 
-from kb.checks.cli_parse import parse_command
+from kb.checks.cli_parse import has_parser, parse_command
 from kb.checks.launch import ConfigFile, parse_launch, serve_words
 from kb.checks.order import validation_failures
 from kb.checks.predict import Outcome, predict
 from kb.checks.valid import valid_values
-from kb.checks.verify import has_parser
 from kb.config.model import ConfigModel
 from kb.model import Record
 

@@ -135,6 +135,3 @@ def validation_failures(model: ConfigModel, values: Mapping[str, Any], given: Se
     return sorted((ValidationFailure(c, tuple(errs), order[c]) for c, errs in by_class.items()),
                   key=lambda v: v.built_at)
 
-
-def first_failure(failures: Sequence[ValidationFailure]) -> Optional[ValidationFailure]:
-    return failures[0] if failures else None

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from kb.checks.cli_parse import parse_command
+from kb.checks.cli_parse import has_parser, parse_command
 from kb.checks.evaluate import evaluate, substitute
 from kb.checks.launch import command_words, parse_launch, serve_words
 from kb.checks.order import validation_failures
@@ -114,13 +114,6 @@ def _failed_check(failed: NotRun, r: Record, side: str) -> Located:
         return Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: raises_when fails: {failed.error or failed.reason}")
     return Located(other.path, other.line_of("check", "raises_when"),
                    f"raises_when fails on the example fix of {e.path}: {failed.error or failed.reason}")
-
-
-def has_parser(config: Optional[ConfigModel]) -> bool:
-    """The tree's `vllm serve` parser was found, with its positional model: its flags are all
-    there is to accept (a partial read would refuse good commands as unrecognized)."""
-    return config is not None and config.parser_file is not None and any(not f.options for f in config.flags) \
-        and len(config.flags) > 2
 
 
 def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[Located]:

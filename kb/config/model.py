@@ -8,6 +8,9 @@ from typing import Any, Optional, Union
 from kb.model import Located
 
 JSON = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
+# str methods a flag's `lambda s: s.lower().replace("-", "_")` may apply (Flag.value_type records them)
+STRING_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix", "removesuffix",
+                            "casefold"})
 CONFIG_FORMAT = "kb-config/1"
 
 

@@ -15,7 +15,7 @@ from kb.config.interp import ClassRef, FunctionRef, Reader
 
 ENGINE_MODULE = "vllm.engine.arg_utils"
 _CONFIG = re.compile(r"[A-Z]\w*Config")
-MAX_CALLS = 5_000  # call nodes looked at in the function
+MAX_NODES = 100_000  # syntax nodes looked at in one function
 
 
 def build_order(reader: Reader) -> tuple[tuple[str, int], ...]:
@@ -28,29 +28,34 @@ def build_order(reader: Reader) -> tuple[tuple[str, int], ...]:
     method = reader.class_attr(cls, "create_engine_config")
     if not isinstance(method, FunctionRef) or isinstance(method.node, ast.Lambda):
         return ()
-    calls = sorted((n for n in _limited_walk(method.node) if isinstance(n, ast.Call)),
-                   key=lambda n: (n.lineno, n.col_offset))
     out: dict[str, int] = {}
-    for call in calls:
+    for call in _calls_in_order(method.node):
         name = _config_of(reader, cls, call)
         if name is not None and name not in out:
             out[name] = call.lineno
     return tuple(out.items())
 
 
-def _limited_walk(node: ast.AST) -> list[ast.AST]:
-    out: list[ast.AST] = []
-    stack = [node]
-    while stack and len(out) < MAX_CALLS * 20:
+def _calls_in_order(node: ast.AST) -> list[ast.Call]:
+    """The calls of a function in source order (at most MAX_NODES nodes looked at)."""
+    calls: list[ast.Call] = []
+    stack, seen = [node], 0
+    while stack and seen < MAX_NODES:
         n = stack.pop()
-        out.append(n)
+        seen += 1
+        if isinstance(n, ast.Call):
+            calls.append(n)
         stack.extend(ast.iter_child_nodes(n))
-    return out
+    return sorted(calls, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _called(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _config_of(reader: Reader, engine: ClassRef, call: ast.Call) -> Optional[str]:
     func = call.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = _called(func)
     if _CONFIG.fullmatch(name) and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                         and func.value.id == "self"):
         return name
@@ -63,14 +68,8 @@ def _config_of(reader: Reader, engine: ClassRef, call: ast.Call) -> Optional[str
             named = _CONFIG.search(text.replace("VllmConfig", ""))
             if named:
                 return named.group(0)
-            inner_calls = sorted((n for n in _limited_walk(method.node) if isinstance(n, ast.Call)),
-                                 key=lambda n: (n.lineno, n.col_offset))
-            for n in inner_calls:
-                if isinstance(n, ast.Call):
-                    inner = n.func.id if isinstance(n.func, ast.Name) else n.func.attr if isinstance(
-                        n.func, ast.Attribute) else ""
-                    if _CONFIG.fullmatch(inner):
-                        return inner
+            return next((_called(n.func) for n in _calls_in_order(method.node) if _CONFIG.fullmatch(_called(n.func))),
+                        None)
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Any, Optional, TypeVar
 from kb.config.envs import read_envs
 from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
-from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
+from kb.config.model import JSON, STRING_METHODS, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
 from kb.config.order import build_order, parser_hints
 from kb.config.requests import read_request_fields
@@ -143,10 +143,6 @@ def _value_type(value: Any) -> Optional[str]:
     return _name_of(value)
 
 
-_STRING_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "replace", "removeprefix",
-                             "removesuffix", "casefold"})
-
-
 def _string_steps(node: ast.Lambda) -> Optional[list[list[Any]]]:
     """The str methods (with constant arguments) a one-parameter lambda applies, in order, or None."""
     params = node.args.args
@@ -155,7 +151,7 @@ def _string_steps(node: ast.Lambda) -> Optional[list[list[Any]]]:
     steps: list[list[Any]] = []
     body: ast.expr = node.body
     while isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute) and not body.keywords:
-        if body.func.attr not in _STRING_METHODS or len(steps) >= 10 or not all(
+        if body.func.attr not in STRING_METHODS or len(steps) >= 10 or not all(
                 isinstance(a, ast.Constant) and isinstance(a.value, (str, int)) for a in body.args):
             return None
         steps.insert(0, [body.func.attr, *(a.value for a in body.args if isinstance(a, ast.Constant))])

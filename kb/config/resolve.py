@@ -154,7 +154,8 @@ class Rule(Protocol):
     def __call__(self, parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]: ...
 
 
-def show_default(f: Flag) -> str:
+def show_default(f: Flag | RequestField) -> str:
+    """A default as vLLM's --help shows it: JSON when exact, else the repr vLLM prints."""
     if not f.default_exact:
         return str(f.default)
     return json.dumps(f.default, ensure_ascii=False, sort_keys=True)
@@ -374,9 +375,8 @@ class RequestRule:
         f = self.fields.get((model, name))
         if f is None:
             return None
-        default = None if f.required else (json.dumps(f.default, ensure_ascii=False, sort_keys=True)
-                                            if f.default_exact else str(f.default))
-        return Input(REQUEST_FIELD, name, text, f"{via}, which each request sets", default, None, f.doc)
+        return Input(REQUEST_FIELD, name, text, f"{via}, which each request sets",
+                     None if f.required else show_default(f), None, f.doc)
 
 
 def hardware_rule(parts: tuple[str, ...], text: str, scope: Scope) -> Optional[Input]:
