@@ -7,29 +7,57 @@ check), the stage functions they are made of, and the data types that cross stag
 
 from __future__ import annotations
 
-from kb.errors import EntryError, ExprError, KBError, ScanError, SourceError, UsageError
-from kb.jobs import (
-    build_releases,
-    check_launch,
-    curated_records,
-    diff_releases,
-    explain_text,
-    lint_release,
-    match_index_for,
-    new_entry,
-    release_specs,
-    scan_release,
-    scan_releases,
-    source_spec,
-)
-from kb.model import Entry, RaiseSite, Record, ScanResult, TreeInfo
-from kb.releases.published import pinned_release, published_releases
-from kb.scan.ids import error_id
-from kb.scan.scanner import scan
-from kb.scan.source import SourceSpec, Tree, open_tree
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# The vLLM release the site describes by default (set in kb/releases/releases.toml).
-PINNED_VLLM = pinned_release()
+from kb.errors import EntryError, ExprError, KBError, ScanError, SourceError, UsageError
+
+if TYPE_CHECKING:
+    from kb.jobs import (
+        build_releases,
+        check_launch,
+        curated_records,
+        diff_releases,
+        explain_text,
+        lint_release,
+        match_index_for,
+        new_entry,
+        release_specs,
+        scan_release,
+        scan_releases,
+        source_spec,
+    )
+    from kb.model import Entry, RaiseSite, Record, ScanResult, TreeInfo
+    from kb.releases.published import pinned_release, published_releases
+    from kb.scan.ids import error_id
+    from kb.scan.scanner import scan
+    from kb.scan.source import SourceSpec, Tree, open_tree
+
+    PINNED_VLLM: str
+
+# Each public name -> the module that defines it, imported when the name is first used: `kb check`
+# and `kb explain` start without loading the scanner, the site builder and their dependencies.
+_WHERE = {
+    **dict.fromkeys(("build_releases", "check_launch", "curated_records", "diff_releases", "explain_text",
+                     "lint_release", "match_index_for", "new_entry", "release_specs", "scan_release",
+                     "scan_releases", "source_spec"), "kb.jobs"),
+    **dict.fromkeys(("Entry", "RaiseSite", "Record", "ScanResult", "TreeInfo"), "kb.model"),
+    **dict.fromkeys(("pinned_release", "published_releases"), "kb.releases.published"),
+    "error_id": "kb.scan.ids", "scan": "kb.scan.scanner",
+    **dict.fromkeys(("SourceSpec", "Tree", "open_tree"), "kb.scan.source"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PINNED_VLLM":  # the vLLM release the site describes by default (kb/releases/releases.toml)
+        value = importlib.import_module("kb.releases.published").pinned_release()
+    elif name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+    else:
+        raise AttributeError(f"module 'kb' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PINNED_VLLM",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from kb.errors import KBError, UsageError
-from kb.scan.scanner import DEFAULT_EXCEPTIONS
+from kb.scan.defaults import DEFAULT_EXCEPTIONS
 from kb.scan.source import SourceSpec
 
 

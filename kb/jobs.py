@@ -15,16 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from kb.config.store import config_of
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
 from kb.model import ScanResult, TreeInfo, Wording
 from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
-from kb.scan.factcache import FactCache
-from kb.scan.scanner import DEFAULT_EXCEPTIONS, Progress, scan
+from kb.scan.defaults import DEFAULT_EXCEPTIONS, Progress
 from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
-from kb.workers import worker_pool
 
 if TYPE_CHECKING:
     from kb.checks.predict import Outcome
@@ -87,6 +84,10 @@ def release_specs(source: Optional[str] = None, git: Optional[str] = None, ref: 
 def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTIONS, jobs: Optional[int] = None,
                  use_cache: bool = True, strict: bool = False, progress: Optional[Progress] = None,
                  pool: Optional[Executor] = None) -> ScanResult:
+    from kb.config.store import config_of
+    from kb.scan.factcache import FactCache
+    from kb.scan.scanner import scan
+
     cache = cache_dir()
     facts = FactCache(cache / "facts" if use_cache else None)
     try:
@@ -109,6 +110,8 @@ def scan_release(spec: SourceSpec, exceptions: Sequence[str] = DEFAULT_EXCEPTION
 def _config_in_worker(spec: SourceSpec, cache: Path, folder: Optional[Path]) -> Optional[ConfigModel]:
     """In a worker process: the tree's configuration model, or None on any failure (the caller
     then reads it itself, and reports what fails the way it always does)."""
+    from kb.config.store import config_of
+
     try:
         with open_tree(spec, cache) as tree:
             return config_of(tree.paths, tree.read, tree.stamp, folder)
@@ -118,6 +121,8 @@ def _config_in_worker(spec: SourceSpec, cache: Path, folder: Optional[Path]) -> 
 
 def read_flags(spec: SourceSpec) -> tuple[TreeInfo, ConfigModel]:
     """The `vllm serve` flags of one tree, read from its source (kb.config); zero flags is an error."""
+    from kb.config.store import config_of
+
     with open_tree(spec, cache_dir()) as tree:
         model = config_of(tree.paths, tree.read, tree.stamp, cache_dir() / "config")
         info = tree.info
@@ -132,6 +137,8 @@ def scan_releases(specs: Sequence[SourceSpec], jobs: Optional[int] = None, use_c
                   progress: Optional[Progress] = None) -> list[tuple[str, ScanResult]]:
     """Each release scanned with one parsed-file cache: a file unchanged between releases is
     parsed once. Names are release versions, else git refs."""
+    from kb.workers import worker_pool
+
     out = []
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     with worker_pool(workers) if workers > 1 else nullcontext() as pool:  # one pool for all
@@ -319,10 +326,35 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
     """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
     its configs' field constraints, then which curated errors vLLM would raise for this launch
     (checks with all inputs known), in vLLM's order."""
+    from kb.checks import index
     from kb.checks.launch import read_config
-    from kb.checks.launch_check import check_one
+    from kb.checks.launch_check import check_one, derived_index
 
+    model_config = read_config(config) if config is not None else None
+    path = _index_path(spec, errors) if use_cache else None
+    loaded = index.load(path) if path is not None else None
+    if loaded is not None:
+        records, model, derived = loaded
+        return check_one(records, model, argv, model_config, hardware, derived=derived)
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
-    model_config = read_config(config) if config is not None else None
+    if path is not None and result.config is not None:
+        index.save(path, merged.records, result.config, derived_index(merged.records, result.config))
     return check_one(merged.records, result.config, argv, model_config, hardware)
+
+
+def _index_path(spec: SourceSpec, errors: Optional[Path]) -> Optional[Path]:
+    """Where `kb check`'s index of a release wheel is kept (kb/checks/index.py); None for a tree
+    without a stamp, or a release not downloaded yet."""
+    from kb.checks.index import index_path
+
+    cache = cache_dir()
+    if spec.wheel is not None:
+        wheel: Optional[Path] = Path(spec.wheel)
+    elif spec.vllm_version is not None and spec.source_dir is None and spec.git is None:
+        wheel = next(iter(sorted((cache / "wheels").glob(f"vllm-{spec.vllm_version}-*.whl"))), None)
+    else:
+        wheel = None
+    if wheel is None or not wheel.is_file():
+        return None
+    return index_path(cache, wheel, errors_folder(errors), spec.include_vendored)

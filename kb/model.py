@@ -74,15 +74,22 @@ class Caller:
     args: tuple[CallArg, ...]
     locals: tuple[LocalDef, ...]
     callers: tuple[Caller, ...] = ()
+    # the conditions the call runs under in its function (its `if`s, and the early exits before
+    # it), negated where it is in an `else`; REACH_UNKNOWN when it is in a loop, `try`, `with`, `match`
+    guard: tuple[str, ...] = ()
 
     def to_json(self) -> list[Any]:
         return [self.qualname, self.line, [a.to_json() for a in self.args], [d.to_json() for d in self.locals],
-                [c.to_json() for c in self.callers]]
+                [c.to_json() for c in self.callers], list(self.guard)]
 
     @staticmethod
     def from_json(v: list[Any]) -> Caller:
         return Caller(v[0], v[1], tuple(CallArg.from_json(a) for a in v[2]),
-                      tuple(LocalDef.from_json(d) for d in v[3]), tuple(Caller.from_json(c) for c in v[4]))
+                      tuple(LocalDef.from_json(d) for d in v[3]), tuple(Caller.from_json(c) for c in v[4]),
+                      tuple(v[5]))
+
+
+REACH_UNKNOWN = "?"  # a condition kb does not read: the statement is in a loop, a `try`, a `with` or a `match`
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,9 @@ class RaiseFact:
     parts: tuple[str, ...] = ()  # templates of the parts of a list joined into the message at run time
     builder: str = ""  # the function called for the message (`raise ValueError(_make_msg(x))`), else ""
     callers: tuple[Caller, ...] = ()  # same-file calls of its function, for the parameters the guard reads
+    # the early exits before it in its function (`if value is None: return`), negated: it is reached
+    # only when none is taken; REACH_UNKNOWN for one kb does not read
+    exits: tuple[str, ...] = ()
 
     @property
     def guard(self) -> str:
@@ -117,7 +127,7 @@ class RaiseFact:
             self.template, self.unresolved, self.message_kind, list(self.guard_terms),
             [c.to_json() for c in self.contexts], [d.to_json() for d in self.locals],
             list(self.decorators), self.pydantic_class, self.validation, list(self.parts), self.builder,
-            [c.to_json() for c in self.callers],
+            [c.to_json() for c in self.callers], list(self.exits),
         ]
 
     @staticmethod
@@ -126,6 +136,7 @@ class RaiseFact:
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], tuple(v[8]),
             tuple(Context.from_json(c) for c in v[9]), tuple(LocalDef.from_json(d) for d in v[10]),
             tuple(v[11]), v[12], v[13], tuple(v[14]), v[15], tuple(Caller.from_json(c) for c in v[16]),
+            tuple(v[17]),
         )
 
 

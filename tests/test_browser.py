@@ -111,9 +111,42 @@ def curated_url(tmp_path_factory: pytest.TempPathFactory):
     assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(tmp / "site"), "--quiet"]) == 0
     srv = make_server(tmp / "site", 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
+    CURATED[:] = [tree, entries]
     yield f"http://127.0.0.1:{srv.server_address[1]}"
     srv.shutdown()
     srv.server_close()
+
+
+CURATED: list[Path] = []  # the tree and the entries the curated site is built from
+
+
+def test_the_form_lists_the_valid_values_kb_check_lists(curated_url: str, browser, tmp_path: Path) -> None:
+    import json
+
+    from kb.checks.report import outcome_json
+    from kb.jobs import check_launch
+    from kb.scan.source import SourceSpec
+
+    tree, entries = CURATED
+    page = browser.new_page()
+    page.goto(f"{curated_url}/errors/{DCP}/")
+    valid = page.locator("#check .valid")
+    for heads, kv, tp, dcp in ((48, 8, 16, 4), (48, 8, 32, 4), (48, 12, 24, 3), (64, 8, 64, 3)):
+        for name, value in (("num_attention_heads", heads), ("num_key_value_heads", kv), ("kv_lora_rank", 0),
+                            ("tensor_parallel_size", tp), ("decode_context_parallel_size", dcp)):
+            page.fill(f"input[name={name}]", str(value))
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"num_attention_heads": heads, "num_key_value_heads": kv}))
+        out = json.loads(outcome_json(check_launch(SourceSpec(source_dir=str(tree)), [
+            "vllm", "serve", "m", "-tp", str(tp), "-dcp", str(dcp)], config, errors=entries, use_cache=False)))
+        mine = next(p for p in out["predicted"] if p["id"] == DCP)
+        values = mine["validValues"]["--decode-context-parallel-size"]
+        assert valid.inner_text() == ("Valid --decode-context-parallel-size here (the rest unchanged, every check of "
+                                      "it passes): " + ", ".join(map(str, values))), (heads, kv, tp, dcp)
+    assert values == [1, 2, 4, 8]  # 64/8 heads on TP 64: the query heads per KV head (8) and TP // KV heads (8)
+    page.fill("input[name=decode_context_parallel_size]", "2")
+    assert valid.is_hidden()  # no error: no list
+    page.close()
 
 
 def test_checker_verdict_follows_typed_values(curated_url: str, browser) -> None:

@@ -3,7 +3,7 @@
 to tests/data/oracle-launch-<version>.json; `python3 bench/oracle/agreement.py` (or the release
 test) then compares `kb check`'s first error with vLLM's on each.
 
-    python3 bench/oracle/launch_cases.py [--version 0.33.0] [--count 300] [--jobs 2] [--seed 15]
+    python3 bench/oracle/launch_cases.py [--version 0.33.0] [--count 300] [--jobs 2] [--seed 15] [--append]
 
 The configs are the config.json of five public checkpoints (Llama 3 8B, Qwen2.5 7B, Mixtral 8x7B,
 DeepSeek-V2-Lite with MLA, Gemma 2 9B). Each case draws, with a fixed seed, a model, a GPU count
@@ -116,13 +116,19 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--append", action="store_true", help="keep the recorded cases and add these (another seed)")
     args = ap.parse_args()
-    todo = cases(args.count, args.seed)
+    out = REPO / "tests" / "data" / f"oracle-launch-{args.version}.json"
+    kept = json.loads(out.read_text())["cases"] if args.append and out.is_file() else []
+    known = {json.dumps([c["model"], c["argv"], c["hardware"]]) for c in kept}
+    todo = [c for c in cases(args.count, args.seed) if json.dumps([c["model"], c["argv"], c["hardware"]]) not in known]
     with ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda c: {**run_one(c, args.version), "model": c["model"],
                                            "hardware": c["hardware"]}, todo))
-    out = REPO / "tests" / "data" / f"oracle-launch-{args.version}.json"
-    doc = {"format": "kb-oracle-launch/1", "vllm": args.version, "seed": args.seed, "models": MODELS,
+    records = kept + records
+    seeds = sorted({*(json.loads(out.read_text()).get("seeds", [json.loads(out.read_text()).get("seed")])
+                      if kept else []), args.seed} - {None})
+    doc = {"format": "kb-oracle-launch/1", "vllm": args.version, "seed": seeds[0], "seeds": seeds, "models": MODELS,
            "recorded_by": "bench/oracle/launch_cases.py (real vLLM through bench/oracle/run_case.py, fake H100s)",
            "cases": records}
     out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

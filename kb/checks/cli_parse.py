@@ -354,6 +354,13 @@ def _parser_of(model: ConfigModel) -> Optional[argparse.ArgumentParser]:
     return _LAST[0][1]
 
 
+def argument_name(model: ConfigModel, dest: str) -> Optional[str]:
+    """How argparse names a flag in its errors (`--attention-config/-ac`), from the parser kb builds."""
+    parser = _parser_of(model)
+    action = next((a for a in parser._actions if a.dest == dest and a.option_strings), None) if parser else None
+    return "/".join(action.option_strings) if action is not None else None
+
+
 def has_parser(config: Optional[ConfigModel]) -> bool:
     """The tree's `vllm serve` parser was found, with its positional model: its flags are all
     there is to accept (a partial read would refuse good commands as unrecognized)."""

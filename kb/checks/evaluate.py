@@ -15,6 +15,7 @@ import operator
 import re
 import threading
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any, Optional
 
 from kb.errors import ExprError, MissingInput
@@ -27,6 +28,21 @@ def _int(x: Any) -> int:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": min, "max": max, "len": len, "abs": abs, "int": _int, "float": float, "str": str, "bool": bool,
 }
+# What a check derived from vLLM's guard may also call (kb/checks/derive.py): builtins over plain
+# values, `isinstance` against plain types, and a few methods of str and dict. Curated checks keep
+# FUNCTIONS, which the site's checker script also knows.
+DERIVED_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **FUNCTIONS, "set": set, "tuple": tuple, "list": list, "sorted": sorted, "any": any, "all": all, "sum": sum,
+    "isinstance": isinstance,
+}
+TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "dict": dict, "list": list,
+                          "tuple": tuple, "set": set}
+METHODS: dict[type, frozenset[str]] = {
+    str: frozenset({"lower", "upper", "strip", "startswith", "endswith", "removeprefix", "removesuffix", "split",
+                    "isdigit", "casefold"}),
+    dict: frozenset({"get", "keys", "values", "items"}),
+}
+_ALL_METHODS = frozenset().union(*METHODS.values())
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
@@ -53,18 +69,28 @@ _work = threading.local()  # what is left of MAX_WORK in the evaluation under wa
 
 
 def parse(source: str) -> ast.expr:
-    """Parse and check against the whitelist; raises ExprError naming the offending part."""
+    """Parse and check against the whitelist; raises ExprError naming the offending part. The
+    tree is shared between callers (kept per source text): it is read, never changed."""
+    return _parse_checked(source, False)
+
+
+@lru_cache(maxsize=4096)
+def _parse_checked(source: str, derived: bool) -> ast.expr:
+    node = _parsed(source)
+    check_whitelist(node, derived)
+    return node
+
+
+def _parsed(source: str) -> ast.expr:
     text = source.strip()
     if len(text) > MAX_SOURCE:
         raise ExprError(f"expression too long: {len(text)} characters (at most {MAX_SOURCE})")
     try:
-        tree = ast.parse(text, mode="eval").body
+        return ast.parse(text, mode="eval").body
     except SyntaxError as e:
         raise ExprError(f"not a Python expression: {e.msg} in {_short(source)!r}") from None
     except (RecursionError, MemoryError):
         raise ExprError(f"expression nested too deeply (at most {MAX_DEPTH} levels)") from None
-    check_whitelist(tree)
-    return tree
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -86,19 +112,26 @@ def check_shape(node: ast.AST) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(n))
 
 
-def check_whitelist(node: ast.AST) -> None:
+def check_whitelist(node: ast.AST, derived: bool = False) -> None:
+    """`derived`: the wider set of a check derived from vLLM's guard (DERIVED_FUNCTIONS, METHODS)."""
     check_shape(node)
+    functions = DERIVED_FUNCTIONS if derived else FUNCTIONS
+    methods: set[int] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             if n.id.startswith("__"):
                 raise ExprError(f"dunder names are not allowed: {n.id}")
         elif isinstance(n, ast.Call):
-            if not isinstance(n.func, ast.Name) or n.func.id not in FUNCTIONS:
-                raise ExprError(f"only calls of {', '.join(sorted(FUNCTIONS))} are allowed: {ast.unparse(n)}")
+            method = derived and isinstance(n.func, ast.Attribute) and n.func.attr in _ALL_METHODS
+            if method:
+                methods.add(id(n.func))
+            elif not isinstance(n.func, ast.Name) or n.func.id not in functions:
+                raise ExprError(f"only calls of {', '.join(sorted(functions))} are allowed: {ast.unparse(n)}")
             if n.keywords or any(isinstance(a, ast.Starred) for a in n.args):
                 raise ExprError(f"calls take plain positional arguments only: {ast.unparse(n)}")
         elif isinstance(n, ast.Attribute):
-            raise ExprError(f"attribute access is not allowed: {ast.unparse(n)}")
+            if id(n) not in methods:
+                raise ExprError(f"attribute access is not allowed: {ast.unparse(n)}")
         elif isinstance(n, ast.BinOp):
             if type(n.op) not in _BINOPS:
                 raise ExprError(f"operator not allowed: {ast.unparse(n)}")
@@ -117,13 +150,14 @@ _ALLOWED = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAd
             ast.BinOp, *(_CMPOPS.keys()), *(_BINOPS.keys()))
 
 
-def evaluate(expr: str | ast.expr, env: Mapping[str, Any]) -> Any:
-    node = parse(expr) if isinstance(expr, str) else expr
+def evaluate(expr: str | ast.expr, env: Mapping[str, Any], derived: bool = False) -> Any:
+    """`derived`: a check derived from vLLM's guard, with its wider whitelist (check_whitelist)."""
+    node = _parse_checked(expr, derived) if isinstance(expr, str) else expr
     if not isinstance(expr, str):
-        check_whitelist(node)
+        check_whitelist(node, derived)
     _work.left = MAX_WORK
     try:
-        return _eval(node, env)
+        return _eval(node, {**TYPES, **env} if derived else env)
     except ExprError:
         raise
     except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, OverflowError, MemoryError,
@@ -185,8 +219,27 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         if n.func.id == "str":
             for a in args:
                 _check_size(10 * _spent(_size(a)) + 10, n)  # str() of a value: at most ten characters per unit
-        return _computed(FUNCTIONS[n.func.id](*args), n)
+        if n.func.id == "isinstance" and not (len(args) == 2 and _plain_types(args[1])):
+            raise ExprError(f"isinstance against {_short(ast.unparse(n.args[-1]))}: only plain types are known")
+        if n.func.id in ("set", "tuple", "list", "sorted", "sum", "any", "all"):
+            for a in args:
+                _spent(_size(a))
+        return _computed(DERIVED_FUNCTIONS[n.func.id](*args), n)
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):  # a method: only in a derived check
+        receiver = _eval(n.func.value, env)
+        allowed = next((m for t, m in METHODS.items() if type(receiver) is t), frozenset())
+        if n.func.attr not in allowed:
+            raise ExprError(f"{type(receiver).__name__}.{n.func.attr} is not known to kb")
+        args = [_eval(a, env) for a in n.args]
+        _spent(_size(receiver))
+        result = getattr(receiver, n.func.attr)(*args)
+        return _computed(list(result) if n.func.attr in ("keys", "values", "items") else result, n)
     raise ExprError(f"{type(n).__name__} is not allowed")
+
+
+def _plain_types(t: Any) -> bool:
+    return (isinstance(t, type) and t in TYPES.values()) or (
+        isinstance(t, tuple) and all(isinstance(x, type) and x in TYPES.values() for x in t))
 
 
 def _size(value: Any) -> int:

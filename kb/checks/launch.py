@@ -244,4 +244,7 @@ def _json_flag(flag: str, text: str, got: _Gathered) -> None:
     for inp in INPUTS.values():
         if inp.json_key and inp.json_key[0] == flag and inp.json_key[1] in data:
             key = inp.json_key[1]
-            got.check(inp, data[key], f"{flag} {key}", f"{flag} {key}")
+            value = data[key]
+            if isinstance(value, bool) and inp.type in ("int", "size", "float"):
+                value = int(value)  # pydantic reads a JSON `true` given for a number as 1
+            got.check(inp, value, f"{flag} {key}", f"{flag} {key}")

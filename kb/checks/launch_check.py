@@ -1,32 +1,157 @@
 """One launch checked as `kb check` does, against records and a flag model prepared once: vLLM's
-parser (kb/checks/cli_parse.py), pydantic's field constraints (kb/checks/order.py), the curated
-checks (kb/checks/predict.py), each error's valid values (kb/checks/valid.py). `kb check` and the
-oracle agreement bench call the same function."""
+parser (kb/checks/cli_parse.py), pydantic's field constraints (kb/checks/order.py), the checks
+derived from vLLM's guards (kb/checks/derive.py), the curated checks (kb/checks/predict.py), each
+error's valid values (kb/checks/valid.py). `kb check` and the oracle agreement bench call the same
+function."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Optional
+from typing import Any, Optional
 
-from kb.checks.cli_parse import has_parser, parse_command
+from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
+from kb.checks.derive import Derived, DerivedIndex, Facts, Verdict, derive, facts_of, run
+from kb.checks.jsonfields import pydantic_repr, refusal
 from kb.checks.launch import ConfigFile, parse_launch, serve_words
 from kb.checks.order import validation_failures
-from kb.checks.predict import Outcome, predict
-from kb.checks.valid import valid_values
+from kb.checks.predict import Outcome, Prediction, Skipped, predict
+from kb.checks.valid import derived_valid_values, valid_values
 from kb.config.model import ConfigModel
 from kb.model import Record
+
+_DERIVED: list[tuple[int, int, DerivedIndex]] = []  # (id of the records, id of the model, its index)
+
+
+def derived_index(records: Sequence[Record], flags: ConfigModel) -> DerivedIndex:
+    """The derived checks of the records' sites, once per records and flag model in a row."""
+    if not _DERIVED or _DERIVED[0][0] != id(records) or _DERIVED[0][1] != id(flags):
+        _DERIVED[:] = [(id(records), id(flags), derive([s for r in records for s in r.sites], flags))]
+    return _DERIVED[0][2]
 
 
 def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Sequence[str],
               model_config: Optional[ConfigFile] = None, hardware: Optional[dict[str, object]] = None,
-              with_valid: bool = True) -> Outcome:
+              with_valid: bool = True, derived: Optional[DerivedIndex] = None) -> Outcome:
     outcome = predict(records, parse_launch(argv, model_config, hardware))
-    if with_valid:
-        outcome = replace(outcome, valid={p.record.id: valid_values(records, outcome, p.record)
-                                          for p in outcome.predicted})
     if flags is None or not has_parser(flags):
-        return outcome  # no parser in the tree: the flags kb would accept are not known
+        return with_valid_values(records, outcome) if with_valid else outcome  # no parser: no derived checks
     parsed = parse_command(flags, serve_words(argv))
-    failures = () if parsed.error is not None else tuple(validation_failures(flags, parsed.values, parsed.given))
-    return replace(outcome, parse_error=parsed.error, validation=failures, build_order=flags.build_order)
+    if parsed.error is not None:
+        return replace(outcome, parse_error=parsed.error, build_order=flags.build_order)
+    failures = tuple(validation_failures(flags, parsed.values, parsed.given))
+    index = derived if derived is not None else derived_index(records, flags)
+    facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {})
+    outcome = with_derived(records, outcome, index, facts)
+    outcome = parse_time(outcome, index, flags, parsed.values, parsed.given)
+    if with_valid:
+        outcome = with_valid_values(records, outcome)
+        templates = {r.id: r.template for r in records}
+        valid = dict(outcome.valid)
+        for p in outcome.predicted:
+            if not valid.get(p.record.id):
+                valid[p.record.id] = derived_valid_values(flags, index, facts, p.record.id, templates)
+        outcome = replace(outcome, valid=valid)
+    return replace(outcome, validation=failures, build_order=flags.build_order)
+
+
+def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts) -> Outcome:
+    """The derived checks' predictions added to the curated ones: a record with a curated check
+    keeps it (it refines its derived twin); unknown ones are listed with what they need. A raise
+    is predicted only when no check before it in the same function is unknown: vLLM may stop there."""
+    by_id: Mapping[str, Record] = {r.id: r for r in records}
+    curated = {r.id for r in records if r.entry is not None and r.entry.check is not None}
+    seen = {p.record.id for p in outcome.predicted}
+    ran: list[tuple[Derived, Record, Verdict]] = []
+    for check in index.checks:
+        r = by_id.get(check.record_id)
+        if r is not None and r.id not in curated and r.id not in seen:
+            ran.append((check, r, run(check, facts, r.template)))
+    # the checks kb cannot decide for this launch, where they are: (file, function) -> [(line, what they need)]
+    open_: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
+    # (only those reading a flag the command gives: one that reads only defaults passes as it does
+    # when vLLM starts the model with its defaults)
+    for check, r, verdict in ran:
+        if verdict.raises is None and reads_given(check, facts):
+            open_.setdefault((check.file, _function(r, check.line)), []).append((check.line, verdict.missing))
+    for s in outcome.skipped:
+        if s.record.entry is not None and s.record.entry.check is not None and \
+                any(i in outcome.launch.given for i in s.record.entry.check.inputs):
+            for site in s.record.sites:
+                open_.setdefault((site.file, site.fact.qualname), []).append((site.line, s.missing))
+    predicted = list(outcome.predicted)
+    unknown: dict[str, tuple[str, ...]] = {}
+    for check, r, verdict in ran:
+        if r.id in seen:
+            continue
+        if verdict.raises:
+            before = [m for line, m in open_.get((check.file, _function(r, check.line)), []) if line < check.line]
+            if before:
+                unknown.setdefault(r.id, tuple(dict.fromkeys(x for m in before for x in m)))
+                continue
+            predicted.append(Prediction(r, verdict.message))
+            seen.add(r.id)
+            unknown.pop(r.id, None)
+        elif verdict.raises is None and verdict.missing:
+            unknown.setdefault(r.id, verdict.missing)
+    predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
+    return replace(outcome, predicted=tuple(predicted),
+                   unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen))
+
+
+def reads_given(check: Derived, facts: Facts) -> bool:
+    """The check reads a flag, or a key of a JSON-valued flag, that the command gives."""
+    for r in check.refs:
+        if r.kind in ("flag", "flag-given") and r.key in facts.flags:
+            return True
+        dest, _, key = r.key.partition(".")
+        if r.kind == "flag-key" and isinstance(facts.flags.get(dest), dict) and key in facts.flags[dest]:
+            return True
+    return False
+
+
+def _function(r: Record, line: int) -> str:
+    return next((s.fact.qualname for s in r.sites if s.line == line), r.sites[0].fact.qualname)
+
+
+def parse_time(outcome: Outcome, index: DerivedIndex, flags: ConfigModel, values: Mapping[str, Any],
+               given: Sequence[str]) -> Outcome:
+    """A JSON-valued flag that vLLM's parser turns into a config as soon as it reads it
+    (`--engram-config '{...}'` is an EngramConfig there): pydantic validates its keys' types
+    (kb/checks/jsonfields.py), then the config's own checks run (derived, kb/checks/derive.py). Either
+    stops the command line, with argparse's `argument <flag>: ` and pydantic's report; the first
+    such flag in the command is the error, the other predictions stay, after it."""
+    if outcome.parse_error is not None:
+        return outcome
+    by_flag: dict[str, list[tuple[Derived, Prediction]]] = {}
+    checks = {c.record_id: c for c in index.checks if c.parsed_by}
+    for p in outcome.predicted:
+        c = checks.get(p.record.id)
+        if c is not None:
+            by_flag.setdefault(c.parsed_by, []).append((c, p))
+    into = {f.dest: f.parses_into for f in flags.flags if f.parses_into}
+    for dest in given:
+        value = values.get(dest)
+        if dest not in into or not isinstance(value, dict):
+            continue
+        name = argument_name(flags, dest) or dest
+        refused = refusal(flags, into[dest] or "", value)
+        if refused is not None:
+            return replace(outcome, parse_error=ParseError(refused.printed(name), name.split("/")[0], refused.exact))
+        if dest in by_flag:
+            check, first = min(by_flag[dest], key=lambda cp: cp[1].record.line)
+            shown = value.get(check.field) if check.field else value
+            where = f"\n{check.field}" if check.field else ""
+            message = (f"argument {name}: 1 validation error for {check.config_class}{where}\n  Value error, "
+                       f"{first.message} [type=value_error, input_value={pydantic_repr(shown)}, "
+                       f"input_type={type(shown).__name__}]")
+            return replace(outcome, parse_error=ParseError(message, name.split("/")[0], "{" not in first.message),
+                           predicted=tuple(p for p in outcome.predicted if p is not first))
+    return outcome
+
+
+def with_valid_values(records: Sequence[Record], outcome: Outcome) -> Outcome:
+    return replace(outcome, valid={p.record.id: valid_values(records, outcome, p.record) for p in outcome.predicted})
+
+
+

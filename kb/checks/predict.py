@@ -56,6 +56,7 @@ class Outcome:
     validation: tuple[ValidationFailure, ...] = ()  # configs whose pydantic constraints the flags break
     build_order: tuple[tuple[str, int], ...] = ()  # of the release (kb.config.order): sorts what comes first
     valid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # id -> flag -> values passing every check
+    unknown: tuple[Skipped, ...] = ()  # derived checks the launch does not give the inputs of (kb/checks/derive.py)
 
     @property
     def errors(self) -> int:
@@ -75,8 +76,9 @@ class Outcome:
         return not self.launch.problems and not self.not_run
 
 
-def predict(records: Sequence[Record], launch: Launch) -> Outcome:
-    """Each check on its own: one that cannot run is reported, the others still run."""
+def predict(records: Sequence[Record], launch: Launch, messages: bool = True) -> Outcome:
+    """Each check on its own: one that cannot run is reported, the others still run. Without
+    `messages`, the predictions keep the template unfilled (trials that only ask which raise)."""
     predicted: list[Prediction] = []
     skipped: list[Skipped] = []
     not_run: list[NotRun] = []
@@ -98,7 +100,7 @@ def predict(records: Sequence[Record], launch: Launch) -> Outcome:
             not_run.append(NotRun(r, f"its condition fails on these values: {e}", str(e)))
             continue
         if raises:
-            predicted.append(Prediction(r, fill_message(r, check, launch.values)))
+            predicted.append(Prediction(r, fill_message(r, check, launch.values) if messages else r.template))
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
     return Outcome(tuple(predicted), tuple(skipped), launch, tuple(not_run))
 

@@ -36,7 +36,8 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
              "function": p.record.sites[0].fact.qualname, "message": p.message, "template": p.record.template,
              "firstSolution": p.record.entry.solutions[0] if p.record.entry and p.record.entry.solutions else None,
              "url": page_url(p.record.id, site_url), "order": rank[id(p)],
-             "validValues": outcome.valid.get(p.record.id, {})}
+             "validValues": outcome.valid.get(p.record.id, {}),
+             "source": "curated" if p.record.entry is not None and p.record.entry.check is not None else "derived"}
             for p in predicted],
         "validationErrors": [
             {"class": v.config_class, "builtAt": f"vllm/engine/arg_utils.py:{v.built_at}", "message": v.printed,
@@ -46,6 +47,7 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
             for v in events if isinstance(v, ValidationFailure)],
         "first": _first(outcome),
         "skipped": [{"id": s.record.id, "missing": list(s.missing)} for s in outcome.skipped],
+        "unknown": [{"id": s.record.id, "missing": list(s.missing)} for s in outcome.unknown],
         "ignoredFlags": list(outcome.launch.ignored_flags),
         "problems": list(outcome.launch.problems),
         "notRun": [{"id": n.record.id, "reason": n.reason} for n in outcome.not_run],
@@ -101,6 +103,9 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
             by_missing.setdefault(s.missing, []).append(s.record.id)
         for missing, ids in sorted(by_missing.items()):
             lines.append(f"  needs {', '.join(missing)}: {', '.join(ids)}")
+    if outcome.unknown:
+        lines += ["", f"{len(outcome.unknown)} check(s) derived from vLLM's guards are unknown for this launch: they "
+                      "need a value kb cannot know before launch (`--json` lists each and what it needs)."]
     if outcome.not_run:
         lines += ["", f"{len(outcome.not_run)} check(s) not run:"]
         lines += [f"  {n.record.id}: {n.reason}" for n in outcome.not_run]

@@ -1,17 +1,22 @@
 """Valid values: for a predicted error, the values of each flag it reads with which no check that
 reads that flag raises for this launch, the other inputs unchanged. Small domains only: the flag's choices, else
 for a count 1 to 16, the powers of two to 1024 and the divisors of the other counts given, within
-the vocabulary's minimum; at most MAX_CANDIDATES values tried per flag."""
+the vocabulary's minimum; at most MAX_CANDIDATES values tried per flag. For an error predicted by
+a check derived from vLLM's guard (kb/checks/derive.py), the same over the derived checks that read
+the flag, within the flag's pydantic constraints."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kb.checks.derive import DerivedIndex, Facts, run
 from kb.checks.launch import Launch
 from kb.checks.predict import Outcome, predict
 from kb.checks.vocab import INPUTS
+from kb.config.model import ConfigModel, Flag
 from kb.model import Record
 
 MAX_CANDIDATES = 64
@@ -47,8 +52,54 @@ def valid_values(records: Sequence[Record], outcome: Outcome, record: Record) ->
         for v in candidates(name, outcome.launch):
             values = {**outcome.launch.values, name: v}
             trial = replace(outcome.launch, values=values, given={**outcome.launch.given, name: v})
-            if not predict(reading, trial).predicted:
+            if not predict(reading, trial, messages=False).predicted:
                 good.append(v)
         if good:
             out[inp.flags[0]] = good
+    return out
+
+
+def flag_candidates(flag: Flag, given: Mapping[str, Any]) -> list[Any]:
+    """The values worth trying for a flag: its choices; for a count, 1 to 16, the powers of two to
+    1024 and the divisors of the other counts given, within its pydantic constraints; none for a
+    switch (turning a feature off is a fix, not a value)."""
+    if flag.choices:
+        return [c for c in flag.choices if isinstance(c, (str, int, float, bool))][:MAX_CANDIDATES]
+    if (flag.value_type or flag.type) != "int" or flag.action != "store":  # a switch turns a feature off: not a value
+        return []
+    found = set(range(1, 17)) | {2**k for k in range(11)}
+    for value in given.values():
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+            found |= {d for d in range(1, value + 1) if value % d == 0}
+    limits = dict(flag.constraints)
+    low = limits.get("ge", limits.get("gt", 0))
+    high = limits.get("le", limits.get("lt", math.inf))
+    ok = [v for v in sorted(found) if isinstance(low, (int, float)) and isinstance(high, (int, float))
+          and (v >= low if "ge" in limits or "gt" not in limits else v > low)
+          and (v <= high if "le" in limits or "lt" not in limits else v < high)]
+    return ok[:MAX_CANDIDATES]
+
+
+def derived_valid_values(model: ConfigModel, index: DerivedIndex, facts: Facts, record_id: str,
+                         templates: Mapping[str, str]) -> dict[str, list[Any]]:
+    """Flag -> the values with which no derived check reading the flag raises, for the flags the
+    record's derived checks read (the rest of the launch unchanged); only values kb can decide."""
+    by_dest = {f.dest: f for f in model.flags}
+    own = [c for c in index.checks if c.record_id == record_id]
+    out: dict[str, list[Any]] = {}
+    for dest in dict.fromkeys(r.key for c in own for r in c.refs if r.kind in ("flag", "flag-given")):
+        flag = by_dest.get(dest)
+        if flag is None:
+            continue
+        reading = [c for c in index.checks if any(r.key == dest and r.kind in ("flag", "flag-given") for r in c.refs)]
+        good = []
+        for value in flag_candidates(flag, facts.flags):
+            trial = replace(facts, flags={**facts.flags, dest: value})
+            verdicts = [(c.record_id == record_id, run(c, trial, templates.get(c.record_id, "")).raises)
+                        for c in reading]
+            # its own checks decided clean; no other check reading the flag raises
+            if all(v is False for mine, v in verdicts if mine) and not any(v for _, v in verdicts):
+                good.append(value)
+        if good:
+            out[flag.name] = good
     return out

@@ -1,37 +1,81 @@
 """Every curated check proves itself before anything is rendered: its cases against its own
-condition and, unless manual, against vLLM's scanned guard (cross-validation); its example fix
+condition and, unless manual, against vLLM's scanned guard (cross-validation) and against the
+check kb derives from that guard where it decides the case (kb/checks/derive.py); its example fix
 through `kb check` (before predicts the error, after predicts none)."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from kb.checks.cli_parse import has_parser, parse_command
+from kb.checks.derive import DerivedIndex, Facts, derive, facts_of, run
 from kb.checks.evaluate import evaluate, substitute
 from kb.checks.launch import command_words, parse_launch, serve_words
 from kb.checks.order import validation_failures
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.config.model import ConfigModel
 from kb.errors import ExprError, MissingInput
 from kb.model import Check, Located, RaiseSite, Record
-
-if TYPE_CHECKING:
-    from kb.config.model import ConfigModel
 
 
 def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = None) -> dict[str, list[Located]]:
     """The problems of every record whose entry has a check (an empty list: it is verified).
     With the release's flag model, both sides of an example fix must also pass vLLM's parser."""
     out: dict[str, list[Located]] = {}
-    for r in records:
-        if r.entry is not None and r.entry.check is not None:
-            problems = verify_check(r)
-            if r.entry.example_fix is not None:
-                problems += verify_example_fix(r, records, config)
-            out[r.id] = list(dict.fromkeys(problems))  # a failing check meets both sides of a fix
+    curated = [r for r in records if r.entry is not None and r.entry.check is not None]
+    twins = derive([s for r in curated for s in r.sites], config) if config is not None and has_parser(config) else None
+    for r in curated:
+        problems = verify_check(r)
+        if twins is not None and config is not None:
+            problems += verify_twin(r, twins, config)
+        if r.entry is not None and r.entry.example_fix is not None:
+            problems += verify_example_fix(r, records, config)
+        out[r.id] = list(dict.fromkeys(problems))  # a failing check meets both sides of a fix
     return out
+
+
+def case_facts(config: ConfigModel, inputs: Mapping[str, Any]) -> Facts:
+    """A case's inputs (vocabulary names) as the facts a derived check reads: flags by their dest,
+    config.json keys at their first path; the rest of the launch as vLLM's defaults."""
+    flags: dict[str, Any] = {}
+    model_config: dict[str, Any] = {}
+    for name, value in inputs.items():
+        inp = INPUTS.get(name)
+        if inp is None:
+            continue
+        if inp.kind == "flag":
+            flag = config.flag(inp.flags[0])
+            if flag is not None:
+                flags[flag.dest] = value
+        elif inp.kind == "config" and inp.paths:
+            node = model_config
+            *parents, last = inp.paths[0].split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[last] = value
+    return facts_of(config, flags, model_config)
+
+
+def verify_twin(r: Record, twins: DerivedIndex, config: ConfigModel) -> list[Located]:
+    """Each case against the check kb derives from vLLM's guard for the same error, where that
+    check decides it: a curated check may refine its derived twin, never contradict it."""
+    e = r.entry
+    assert e is not None and e.check is not None
+    mine = [c for c in twins.checks if c.record_id == r.id]
+    problems: list[Located] = []
+    for case in e.check.cases if mine else ():
+        facts = case_facts(config, case.inputs)
+        verdicts = [run(c, facts, r.template).raises for c in mine]
+        decided = [v for v in verdicts if v is not None]
+        if not decided or any(decided) == case.raises:
+            continue
+        problems.append(Located(e.path, case.line, f"the check kb derives from vLLM's guard ({mine[0].file}:"
+                                                    f"{mine[0].line}) gives {str(any(decided)).lower()} for this case, "
+                                                    f"the case says {str(case.raises).lower()}"))
+    return problems
 
 
 def guard_site(r: Record) -> RaiseSite:

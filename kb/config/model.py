@@ -171,6 +171,45 @@ class RequestField:
 
 
 @dataclass(frozen=True)
+class Build:
+    """One config `EngineArgs.create_engine_config` builds (directly, or in the `create_x_config`
+    method it calls): the condition it is built under and the keyword arguments of the call, as
+    source text read in EngineArgs' scope (`self` is the EngineArgs). "" when always built."""
+
+    config_class: str
+    line: int  # of vllm/engine/arg_utils.py
+    when: str
+    args: tuple[tuple[str, str], ...]  # (field, source) in the call's order
+    spread: bool = False  # the call also passes `**kwargs`: fields not listed may be set too
+
+    def to_json(self) -> list[Any]:
+        return [self.config_class, self.line, self.when, [list(a) for a in self.args], self.spread]
+
+    @staticmethod
+    def from_json(d: list[Any]) -> Build:
+        return Build(d[0], d[1], d[2], tuple((a[0], a[1]) for a in d[3]), d[4])
+
+
+@dataclass(frozen=True)
+class JsonField:
+    """A field of a config that a JSON-valued flag parses into, as pydantic validates the JSON:
+    the members of its type hint (kind: bool int float str none list tuple set dict literal
+    dataclass other; a literal's options) and its constraints."""
+
+    config_class: str
+    name: str
+    members: tuple[tuple[str, tuple[JSON, ...]], ...]
+    constraints: tuple[tuple[str, JSON], ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [self.config_class, self.name, [[k, list(o)] for k, o in self.members], [list(c) for c in self.constraints]]
+
+    @staticmethod
+    def from_json(d: list[Any]) -> JsonField:
+        return JsonField(d[0], d[1], tuple((m[0], tuple(m[1])) for m in d[2]), tuple((c[0], c[1]) for c in d[3]))
+
+
+@dataclass(frozen=True)
 class ConfigModel:
     """`flags` sorted by name; `env` by name; `config_keys` by key; `request_fields` by
     (model, order in the class); `warnings` say what could not be read (located)."""
@@ -186,6 +225,16 @@ class ConfigModel:
     build_order: tuple[tuple[str, int], ...] = ()
     # what vLLM's parser adds to an "unrecognized arguments" error: (the pattern it searches, the text)
     parser_hints: tuple[tuple[str, str], ...] = ()
+    builds: tuple[Build, ...] = ()  # in build_order's order: what each config is built from
+    # (class, field, "default" | "set", method, line, when): where a method of a config or EngineArgs
+    # sets a field itself, and under which condition (kb.config.order)
+    assigned: tuple[tuple[str, str, str, str, int, str], ...] = ()
+    # (attribute of VllmConfig, method, condition): the config methods VllmConfig.__post_init__ calls
+    config_calls: tuple[tuple[str, str, str], ...] = ()
+    # (class, field, default) of the configs vLLM builds (create_engine_config's, and those a JSON-valued
+    # flag parses into): what a field nothing sets holds, what a key left out of the JSON holds
+    class_defaults: tuple[tuple[str, str, JSON], ...] = ()
+    json_fields: tuple[JsonField, ...] = ()  # their fields' types, as pydantic validates a JSON value
 
     @property
     def counts(self) -> dict[str, int]:
@@ -224,6 +273,11 @@ class ConfigModel:
             "request_fields": [f.to_json() for f in self.request_fields],
             "build_order": [list(b) for b in self.build_order],
             "parser_hints": [list(h) for h in self.parser_hints],
+            "builds": [b.to_json() for b in self.builds],
+            "assigned": [list(a) for a in self.assigned],
+            "config_calls": [list(c) for c in self.config_calls],
+            "class_defaults": [list(c) for c in self.class_defaults],
+            "json_fields": [f.to_json() for f in self.json_fields],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -238,4 +292,8 @@ class ConfigModel:
             tuple(Located(w["path"], w["line"], w["message"]) for w in d["warnings"]),
             tuple(EnvVar.from_json(e) for e in d["env"]), tuple(ConfigKey.from_json(k) for k in d["config_keys"]),
             tuple(RequestField.from_json(f) for f in d["request_fields"]),
-            tuple((b[0], b[1]) for b in d["build_order"]), tuple((h[0], h[1]) for h in d["parser_hints"]))
+            tuple((b[0], b[1]) for b in d["build_order"]), tuple((h[0], h[1]) for h in d["parser_hints"]),
+            tuple(Build.from_json(b) for b in d["builds"]), tuple((a[0], a[1], a[2], a[3], a[4], a[5]) for a in d["assigned"]),
+            tuple((c[0], c[1], c[2]) for c in d["config_calls"]),
+            tuple((c[0], c[1], c[2]) for c in d["class_defaults"]),
+            tuple(JsonField.from_json(f) for f in d["json_fields"]))

@@ -16,9 +16,9 @@ from typing import Any, Optional, TypeVar
 from kb.config.envs import read_envs
 from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
-from kb.config.model import JSON, STRING_METHODS, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
+from kb.config.model import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
-from kb.config.order import build_order, parser_hints
+from kb.config.order import assigned_fields, build_order, builds, class_fields, config_calls, parser_hints
 from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
@@ -55,11 +55,23 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
                                          lambda r: read_request_fields(r, paths), warnings)
     order: list[tuple[str, int]] = _inputs(modules, "the order configs are built in", "vllm/engine/arg_utils.py",
                                            lambda r: list(build_order(r)), warnings)
+    made: list[Build] = _inputs(modules, "what configs are built from", "vllm/engine/arg_utils.py",
+                                lambda r: list(builds(r)), warnings)
+    assigned: list[tuple[str, str, str, str, int, str]] = _inputs(modules, "the fields vLLM sets itself", "vllm/config",
+                                              lambda r: list(assigned_fields(r)), warnings)
+    calls: list[tuple[str, str, str]] = _inputs(modules, "the config methods VllmConfig calls", "vllm/config/vllm.py",
+                                                lambda r: list(config_calls(r)), warnings)
+    classes = sorted({f.parses_into for f in flags if f.parses_into} | {b.config_class for b in made})
+    read_fields = _inputs(modules, "the fields of the configs vLLM builds", "vllm/config",
+                          lambda r: [class_fields(r, classes)], warnings)
+    defaults, json_fields = read_fields[0] if read_fields else ((), ())
     hints: list[tuple[str, str]] = _inputs(modules, "the parser's hints", "vllm/utils/argparse_utils.py",
                                            lambda r: list(parser_hints(r)), warnings)
     warnings += modules.warnings + reader.warnings
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
-                       tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints))
+                       tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints), tuple(made),
+                       tuple(assigned), tuple(calls), tuple(defaults),
+                       tuple(json_fields))
 
 
 _T = TypeVar("_T")

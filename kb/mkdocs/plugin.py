@@ -33,7 +33,7 @@ from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav
 from kb.model import Record
 from kb.records.merge import attach_set_by
 from kb.scan.source import SourceSpec
-from kb.site.api import SiteInfo, api_files, config_api_files, record_files
+from kb.site.api import SiteInfo, api_files, check_trees, config_api_files, record_files
 from kb.site.views import error_view, summary
 
 log = logging.getLogger("mkdocs.plugins.vllm-errors")
@@ -94,8 +94,8 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         except KBError as e:
             problems = "\n".join(getattr(e, "problems", []))
             raise PluginError(f"vllm-errors: {e}" + (f"\n{problems}" if problems else "")) from None
-        info = SiteInfo(scan.tree)
         records = attach_set_by(merged.records, scan.config)
+        info = SiteInfo(scan.tree, checks=check_trees(records))
         shown = [r for r in records if r.curated] if o.include == "curated" else records
         self.records = shown
         titles = {r.id: r.title for r in shown}

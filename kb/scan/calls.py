@@ -168,3 +168,70 @@ def bind(fn: FuncNode, call: ast.Call, implicit_first: bool) -> dict[str, tuple[
             if kw_default is not None:
                 out.setdefault(p.arg, (kw_default, False))
     return out
+
+
+# An early exit: the code after it runs only when it is not taken. An earlier `raise` is not one:
+# kb reports that error first, and this one as the next once it is fixed.
+_EXITS = (ast.Return, ast.Continue, ast.Break)
+_UNCERTAIN = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+def reached_when(body: list[ast.stmt], line: int, enclosing: bool) -> tuple[list[ast.expr], bool]:
+    """What a statement at `line` of a function's body runs under: the tests of the early exits
+    (`return`, `continue`, `break`) before it in its blocks (`if x is None: return`: `not x is None`), and with `enclosing` the
+    tests of the `if`s around it (negated in their `else`). The second value is False when it is
+    inside a loop, `try`, `with` or `match` (then the conditions are not all known)."""
+    out: list[ast.expr] = []
+    block: Optional[list[ast.stmt]] = body
+    certain = True
+    while block is not None:
+        inside: Optional[list[ast.stmt]] = None
+        for stmt in block:
+            first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+            if first <= line <= last:
+                if isinstance(stmt, ast.If):
+                    in_body = bool(stmt.body) and stmt.body[0].lineno <= line
+                    in_else = bool(stmt.orelse) and stmt.orelse[0].lineno <= line
+                    if in_else:
+                        if enclosing:
+                            out.append(_negated(stmt.test))
+                        inside = stmt.orelse
+                    elif in_body:
+                        if enclosing:
+                            out.append(stmt.test)
+                        inside = stmt.body
+                elif isinstance(stmt, _UNCERTAIN):
+                    certain = False
+                    inside = next((b for b in _blocks(stmt) if b and b[0].lineno <= line <= (b[-1].end_lineno or 0)),
+                                  None)
+                break
+            if isinstance(stmt, ast.If):
+                if _exits(stmt.body) and not _exits(stmt.orelse):
+                    out.append(_negated(stmt.test))
+                elif _exits(stmt.orelse) and not _exits(stmt.body):
+                    out.append(stmt.test)
+        block = inside
+    return out, certain
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    out: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, name, None)
+        if isinstance(value, list):
+            out.append(value)
+    for h in getattr(stmt, "handlers", []) or []:
+        out.append(h.body)
+    for c in getattr(stmt, "cases", []) or []:
+        out.append(c.body)
+    return out
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    return ast.copy_location(ast.UnaryOp(ast.Not(), test), test)

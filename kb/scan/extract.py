@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from kb.model import Builder, CallArg, Caller, ClassFact, Context, FileFacts, LocalDef, RaiseFact
-from kb.scan.calls import CallIndex, bind, statement_children
+from kb.model import REACH_UNKNOWN, Builder, CallArg, Caller, ClassFact, Context, FileFacts, LocalDef, RaiseFact
+from kb.scan.calls import CallIndex, bind, reached_when, statement_children
 from kb.scan.messages import template_of
 from kb.scan.unparse import unparse
 
@@ -327,7 +327,12 @@ class _Walker:
         function = self.functions[-1] if self.functions else None
         decorators = tuple(source_of(_decorator_callee(d)) for d in function.decorator_list) if function else ()
         pydantic_class = bool(self.class_pydantic) and self.class_pydantic[-1] and _in_class_or_method(self.kinds)
-        locals_, reads = _guard_reads([*self.terms, *self.loops], scope, self.module_scope, node.lineno,
+        exits: list[ast.expr] = []
+        certain = True
+        if function is not None:
+            exits, certain = reached_when(function.body, node.lineno, enclosing=False)
+            exits = [e for e in exits if nesting_ok(e) and e.lineno < node.lineno]
+        locals_, reads = _guard_reads([*self.terms, *self.loops, *exits], scope, self.module_scope, node.lineno,
                                       tuple(self.path))
         callers: tuple[Caller, ...] = ()
         if function is not None:  # also with no parameter read: where it is called orders it (kb check)
@@ -352,6 +357,7 @@ class _Walker:
                 parts=parts,
                 builder=builder,
                 callers=callers,
+                exits=tuple(self.term(t) for t in exits) + (() if certain else (REACH_UNKNOWN,)),
             )
         )
 
@@ -368,14 +374,19 @@ class _Walker:
             try:
                 args = [(CallArg(p, source_of(bound[p][0]), bound[p][1]), bound[p][0]) for p in params if p in bound]
                 scope = self.scope_of(site.function)
-                locals_, reads = _guard_reads([e for _, e in args], scope, self.module_scope, site.call.lineno)
+                under, certain = reached_when(site.function.body if site.function is not None else self.module.body,
+                                              site.call.lineno, enclosing=True)
+                under = [u for u in under if nesting_ok(u)]
+                guard = tuple(self.term(u) for u in under) + (() if certain else (REACH_UNKNOWN,))
+                locals_, reads = _guard_reads([*(e for _, e in args), *under], scope, self.module_scope,
+                                              site.call.lineno)
             except Unscannable:
                 continue
             more: tuple[Caller, ...] = ()
             if site.function is not None and hops + 1 < _MAX_HOPS:
                 wanted = tuple(n for n in reads if n not in ("self", "cls") and _is_parameter(site.function, n))
                 more = self.callers(site.function, wanted, hops + 1)
-            found.append(Caller(site.qualname, site.call.lineno, tuple(a for a, _ in args), locals_, more))
+            found.append(Caller(site.qualname, site.call.lineno, tuple(a for a, _ in args), locals_, more, guard))
         self.caller_memo[key] = tuple(found)
         return self.caller_memo[key]
 

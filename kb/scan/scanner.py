@@ -21,6 +21,7 @@ from typing import Optional
 
 from kb.errors import ScanError
 from kb.model import Builder, ClassFact, Excerpt, FileFacts, Located, RaiseFact, RaiseSite, ScanResult
+from kb.scan.defaults import DEFAULT_EXCEPTIONS, TREE, Progress
 from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
 from kb.scan.ids import ID_SCHEME, error_id
@@ -29,11 +30,6 @@ from kb.workers import worker_pool
 
 EXCERPT_RADIUS = 18
 ALL = "all"
-TREE = "vllm"  # every exception class that the scanned tree defines
-# What users meet: ValueError (vLLM's config validation), the exception classes vLLM defines
-# (VLLMValidationError, ChatTemplateResolutionError, ...) and the builtins vLLM raises most.
-DEFAULT_EXCEPTIONS = ("ValueError", TREE, "RuntimeError", "TypeError", "NotImplementedError")
-Progress = Callable[[int, int], None]
 
 
 def scan(

@@ -34,6 +34,9 @@ class SiteInfo:
     report_repo: str = "vllm-error-kb/vllm-error-kb"
     site_url: Optional[str] = None
     releases: tuple[str, ...] = ()  # a multi-release build: the releases, oldest first
+    # every verified curated check: (id, its inputs, its condition as a JSON tree for static/check.js),
+    # so that a page's form finds the valid values as `kb check` does, against the checks of the same flags
+    checks: tuple[tuple[str, tuple[str, ...], str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -44,6 +47,14 @@ class SiteInfo:
         if self.tree.kind == "wheel":
             return "short commit id from vllm/_version.py of the release wheel"
         return "full git commit sha"
+
+
+def check_trees(records: Sequence[Record]) -> tuple[tuple[str, tuple[str, ...], str], ...]:
+    """SiteInfo.checks of the records: one function for the site and the MkDocs plugin."""
+    from kb.checks.evaluate import to_tree
+
+    return tuple((r.id, r.entry.check.inputs, json.dumps(to_tree(r.entry.check.raises_when)))
+                 for r in records if r.checked and r.entry is not None and r.entry.check is not None)
 
 
 def facts_sentence(record: Record) -> str:

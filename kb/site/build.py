@@ -25,7 +25,7 @@ from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
 from kb.records.merge import attach_set_by
 from kb.releases.history import History
-from kb.site.api import SiteInfo, api_files, api_record, config_api_files, record_files
+from kb.site.api import SiteInfo, api_files, api_record, check_trees, config_api_files, record_files
 from kb.site.config_pages import env_pages, env_urls, key_pages, key_urls
 from kb.site.flags import flag_pages
 from kb.site.highlight import css, highlight_excerpts
@@ -77,7 +77,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
-                    history.releases if history is not None else ())
+                    history.releases if history is not None else (), check_trees(records))
     records = attach_set_by(records, scan.config, options.jobs if options.jobs is not None else (os.cpu_count() or 1))
     try:
         out = Output(options.output)

@@ -4,6 +4,7 @@ MkDocs plugin's Markdown pages are both rendered from these view models (pure fu
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
@@ -64,6 +65,8 @@ class CheckInput:
     type: str
     value: str  # an example value that raises, else the default, as the form shows it
     minimum: str = ""  # the smallest value that means anything (kb check refuses less), "" when none
+    kind: str = ""  # flag, config, hardware
+    flag: str = ""  # its long option, for a flag
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class CheckView:
     tree: str  # the condition as a JSON tree for static/check.js
     manual: bool
     reason: Optional[str]
+    # the other verified checks that read one of its flags: [tree, inputs, defaults of those inputs],
+    # so that the form lists the valid values of a flag as `kb check` does (kb/checks/valid.py)
+    peers: str = "[]"
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorV
     return ErrorView(
         record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
-        check=check_view(record), fix=fix_view(record), history=history_view(record),
+        check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
     )
 
 
@@ -151,9 +157,10 @@ def fix_view(record: Record) -> Optional[FixView]:
     return FixView(x.model_config, x.hardware, x.language, x.before, x.after, record.checked)
 
 
-def check_view(record: Record) -> Optional[CheckView]:
+def check_view(record: Record, checks: Sequence[tuple[str, tuple[str, ...], str]] = ()) -> Optional[CheckView]:
     """The check as the page shows it: inputs (with where each comes from), the condition,
-    and the same condition as a JSON tree for static/check.js. Only for verified checks."""
+    and the same condition as a JSON tree for static/check.js; the other checks (`checks`: every
+    verified one, SiteInfo.checks) that read one of its flags. Only for verified checks."""
     e = record.entry
     if e is None or e.check is None or not record.checked:
         return None
@@ -167,9 +174,19 @@ def check_view(record: Record) -> Optional[CheckView]:
         example = next((case.inputs[name] for case in c.cases if case.raises and name in case.inputs), default)
         value = "" if example is None else example if isinstance(example, str) else json.dumps(example)
         minimum = "" if inp.minimum is None else f"{inp.minimum:g}"
-        inputs.append(CheckInput(name, inp.doc, where, inp.type, value, minimum))
+        inputs.append(CheckInput(name, inp.doc, where, inp.type, value, minimum, inp.kind,
+                                 inp.flags[0] if inp.kind == "flag" and inp.flags else ""))
+    flags = {name for name in c.inputs if name in INPUTS and INPUTS[name].kind == "flag"}
+    peers = [[json.loads(tree), list(names), _defaults(names)] for ident, names, tree in checks
+             if ident != record.id and flags & set(names)]
     return CheckView(tuple(inputs), readable(c.raises_when), json.dumps(to_tree(c.raises_when)),
-                     c.source_check == "manual", c.source_reason)
+                     c.source_check == "manual", c.source_reason, json.dumps(peers, sort_keys=True))
+
+
+def _defaults(names: Sequence[str]) -> dict[str, Any]:
+    """vLLM's defaults of the flags among the inputs, as `kb check` fills them in."""
+    return {n: INPUTS[n].default for n in names if n in INPUTS and INPUTS[n].kind == "flag"
+            and INPUTS[n].default is not UNKNOWN}
 
 
 def history_view(record: Record) -> tuple[HistoryRow, ...]:

@@ -88,9 +88,52 @@
     return text.replace(/^"(.*)"$/, "$1");
   }
 
-  window.kbCheck = { evaluate: ev, Missing: Missing };
+  // Valid values, as `kb check` lists them (kb/checks/valid.py): for a count flag, 1 to 16, the powers
+  // of two to 1024 and the divisors of the other counts given, at least its minimum; those with which
+  // neither this check nor another check reading the flag (its inputs known, vLLM's defaults for
+  // flags) raises, the rest unchanged.
+  var MAX_CANDIDATES = 64;
+  function raisesWith(tree, env) {
+    try { return truthy(ev(tree, env)); } catch (e) { return false; }  // a check that cannot run: skipped
+  }
+  function candidates(name, env, inputs) {
+    var found = {}, k, v;
+    for (k = 1; k <= 16; k++) found[k] = true;
+    for (k = 0; k <= 10; k++) found[Math.pow(2, k)] = true;
+    inputs.forEach(function (input) {
+      v = env[input.name];
+      if (input.name !== name && (input.dataset.kind === "flag" || input.dataset.kind === "hardware") &&
+          typeof v === "number" && v > 0 && v <= 4096 && Math.floor(v) === v) {
+        for (k = 1; k <= v; k++) if (v % k === 0) found[k] = true;
+      }
+    });
+    return Object.keys(found).map(Number).sort(function (a, b) { return a - b; });
+  }
+  function validValues(tree, peers, env, inputs) {
+    var out = [];
+    inputs.forEach(function (input) {
+      if (input.dataset.kind !== "flag" || input.dataset.type !== "int") return;
+      var name = input.name, low = input.dataset.min ? Number(input.dataset.min) : 0;
+      var good = candidates(name, env, inputs).filter(function (v) { return v >= low; }).slice(0, MAX_CANDIDATES)
+        .filter(function (v) {
+          var trial = Object.assign({}, env); trial[name] = v;
+          if (raisesWith(tree, trial)) return false;
+          return !peers.some(function (p) {
+            if (p[1].indexOf(name) < 0) return false;
+            var penv = Object.assign({}, p[2], trial);
+            return raisesWith(p[0], penv);
+          });
+        });
+      if (good.length) out.push([input.dataset.flag, good]);
+    });
+    return out;
+  }
+
+  window.kbCheck = { evaluate: ev, Missing: Missing, validValues: validValues };
   Array.prototype.forEach.call(document.querySelectorAll("form.checker"), function (form) {
     var tree = JSON.parse(form.dataset.tree), out = form.querySelector(".verdict");
+    var peers = JSON.parse(form.dataset.peers || "[]"), valid = form.querySelector(".valid");
+    var inputs = Array.prototype.slice.call(form.querySelectorAll("input"));
     function update() {
       var env = {}, bad = null;
       Array.prototype.forEach.call(form.querySelectorAll("input"), function (input) {
@@ -102,11 +145,19 @@
         }
       });
       out.hidden = false;
+      if (valid) valid.hidden = true;
       if (bad) { out.className = "verdict"; out.textContent = bad; return; }
       try {
         var raises = truthy(ev(tree, env));
         out.className = "verdict " + (raises ? "raises" : "ok");
         out.textContent = raises ? "✗ vLLM raises this error with these values." : "✔ This error is not raised with these values.";
+        if (raises && valid) {
+          var found = validValues(tree, peers, env, inputs);
+          valid.textContent = found.map(function (f) {
+            return "Valid " + f[0] + " here (the rest unchanged, every check of it passes): " + f[1].join(", ");
+          }).join(" ");
+          valid.hidden = found.length === 0;
+        }
       } catch (e) {
         out.className = "verdict";
         out.textContent = e instanceof Missing ? "Give a value for " + e.name + "." : "Cannot evaluate: " + e.message;

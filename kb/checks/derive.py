@@ -1,0 +1,678 @@
+"""Checks derived from vLLM's own guards: every raise site of `vllm/config/` and
+`vllm/engine/arg_utils.py` whose guard reads only launch-time facts becomes a check, compiled once
+from the scan and run on each launch by the safe evaluator (kb/checks/evaluate.py).
+
+Compiling a site substitutes, in vLLM's own condition:
+- the locals it assigned before the raise (`fact.locals`), and the argument its one caller in the
+  same file passes for a parameter (`fact.callers`);
+- each field of a config by what `create_engine_config` passes for it (`ConfigModel.builds`,
+  read in EngineArgs' scope: `self.max_cpu_loras if self.max_cpu_loras and ... else None`), and the
+  condition the config is built under (`LoRAConfig(...) if self.enable_lora else None`);
+- every remaining reference by a named value (`Ref`): a flag (as vLLM's parser reads it, else its
+  default), a key of a JSON-valued flag, a config.json key, an environment variable, or a fact of
+  the platform (`current_platform.is_cuda()`).
+
+What cannot be compiled so is `Uncheckable`, with the reason (the first reference kb cannot give a
+value to, or a construct outside the evaluator). Nothing of vLLM is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from kb.checks.evaluate import DERIVED_FUNCTIONS, check_whitelist, evaluate
+from kb.config.model import Build, ConfigModel, Flag
+from kb.config.resolve import (
+    _BUILTINS,
+    CONFIG_JSON,
+    ENV,
+    FLAG,
+    HARDWARE,
+    INTERNAL,
+    FlagRule,
+    Input,
+    Scope,
+    SetByReader,
+    _chain,
+    _named_attribute,
+    _parse,
+    scope_of,
+)
+from kb.errors import ExprError, MissingInput
+from kb.model import REACH_UNKNOWN, Caller, RaiseSite
+from kb.scan.messages import placeholders
+
+LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
+ENGINE_FILE = "vllm/engine/arg_utils.py"
+MAX_DEPTH = 8  # locals, callers and build arguments followed one through another
+MAX_REFS = 32  # values one check reads
+DERIVED_FORMAT = "kb-derived/1"
+
+# What vLLM's platform answers on the hardware `kb check` assumes: an NVIDIA GPU (CUDA), as the
+# oracle fakes it (bench/oracle/). A platform call not listed is not known before launch.
+PLATFORMS: dict[str, dict[str, Any]] = {
+    "cuda": {"is_cuda": True, "is_cuda_alike": True, "is_rocm": False, "is_tpu": False, "is_xpu": False,
+             "is_cpu": False, "is_out_of_tree": False, "is_neuron": False, "is_hpu": False,
+             "is_sleep_mode_available": True, "is_cumem_allocator_available": True, "is_pin_memory_available": True,
+             "is_async_output_supported": True, "device_type": "cuda", "device_name": "cuda", "simple_compile_backend": "inductor",
+             "dispatch_key": "CUDA", "ray_device_key": "GPU", "device_control_env_var": "CUDA_VISIBLE_DEVICES"},
+}
+_PLATFORM_CALL = re.compile(r"current_platform\.(\w+)(\(\))?")
+# config.json keys vLLM falls back from when they are absent (vllm/config/model_arch.py)
+KEY_FALLBACKS = {"num_key_value_heads": "num_attention_heads"}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One value a derived check reads: `name` in its expression."""
+
+    name: str
+    kind: str  # flag, flag-given (its value known only when given), flag-key, given, config-json, env, platform,
+    # unknown (what kb cannot give before launch: `shown` says why)
+    key: str  # the flag's dest; "dest.key" of a JSON-valued flag; the config.json key; the variable; the call
+    shown: str  # as users name it: --tensor-parallel-size, config.json num_attention_heads
+
+    def to_json(self) -> list[str]:
+        return [self.name, self.kind, self.key, self.shown]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """vLLM's condition for one raise site, over launch-time values."""
+
+    record_id: str
+    file: str
+    line: int
+    expr: str
+    refs: tuple[Ref, ...]
+    message: tuple[tuple[str, str], ...] = ()  # placeholder of the template -> its compiled expression
+    # the JSON-valued flag (its dest) whose value vLLM's parser turns into the config the raise is
+    # in: the error stops the command line, wrapped by pydantic (kb/checks/launch_check.py)
+    parsed_by: str = ""
+    config_class: str = ""
+    field: str = ""  # the field a field validator checks; "" for __post_init__ and model validators
+
+    def to_json(self) -> list[Any]:
+        return [self.record_id, self.file, self.line, self.expr, [r.to_json() for r in self.refs],
+                [list(m) for m in self.message], self.parsed_by, self.config_class, self.field]
+
+    @staticmethod
+    def from_json(d: list[Any]) -> Derived:
+        return Derived(d[0], d[1], d[2], d[3], tuple(Ref(*r) for r in d[4]), tuple((m[0], m[1]) for m in d[5]),
+                       d[6], d[7], d[8])
+
+
+@dataclass(frozen=True)
+class Uncheckable:
+    record_id: str
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class DerivedIndex:
+    """The derived checks of one tree, and why the other config-time sites are not checkable."""
+
+    checks: tuple[Derived, ...]
+    uncheckable: tuple[Uncheckable, ...]
+
+    @property
+    def sites(self) -> int:
+        return len(self.checks) + len(self.uncheckable)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": DERIVED_FORMAT, "checks": [c.to_json() for c in self.checks],
+                "uncheckable": [[u.record_id, u.file, u.line, u.reason] for u in self.uncheckable]}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DerivedIndex:
+        if d.get("format") != DERIVED_FORMAT:
+            raise ValueError(f"not {DERIVED_FORMAT}")
+        return DerivedIndex(tuple(Derived.from_json(c) for c in d["checks"]),
+                            tuple(Uncheckable(*u) for u in d["uncheckable"]))
+
+
+class _Fail(Exception):
+    """The site is not checkable: why."""
+
+
+class _Unknown(_Fail):
+    """A value kb cannot give before launch: the check reads it as an unknown input, which
+    makes it unknown only when vLLM's condition needs it (`a is not None and a.x()`)."""
+
+
+_ENGINE_SCOPE = Scope(ENGINE_FILE, "EngineArgs", "create_engine_config")
+_VLLM_SCOPE = Scope("vllm/config/vllm.py", "VllmConfig", "__post_init__")
+
+
+class _Compiler:
+    def __init__(self, model: ConfigModel) -> None:
+        self.model = model
+        self.reader = SetByReader(model)
+        self.flags_by_name = {f.name: f for f in model.flags}
+        self.builds: dict[str, Build] = {b.config_class: b for b in model.builds}
+        self.flag_rule = FlagRule(model)
+        self.assignments: dict[tuple[str, str], list[tuple[str, str, int, str]]] = {}
+        for c, a, how, method, line, when in model.assigned:
+            self.assignments.setdefault((c, a), []).append((how, method, line, when))
+        self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
+        self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
+        self.filling: set[str] = set()  # flags whose change condition is being compiled
+        # a config that a JSON-valued flag parses into: built from that flag's value
+        self.parsed_into: dict[str, Flag] = {}
+        for f in sorted(model.flags, key=lambda f: f.name):
+            if f.parses_into and f.action == "store":
+                self.parsed_into.setdefault(f.parses_into, f)
+        self.refs: dict[tuple[str, str], Ref] = {}
+
+    # --- a site ------------------------------------------------------------------------------
+    def site(self, site: RaiseSite) -> Derived | Uncheckable:
+        self.refs = {}
+        self.parsed_by: Optional[tuple[Flag, str]] = None
+        qual = site.fact.qualname.split(".")
+        self.here = (qual[-2] if len(qual) > 1 else "", qual[-1], site.line)
+        try:
+            if not site.fact.guard_terms:
+                raise _Fail("no condition: raised whenever its function runs, which kb does not follow")
+            scope = scope_of(site)
+            terms = self.when_built(site, scope)
+            terms += [self.term(t, scope, 0) for t in site.fact.exits if t != REACH_UNKNOWN]
+            terms += [self.term(t, scope, 0) for t in site.fact.guard_terms]
+            node: ast.expr = ast.BoolOp(ast.And(), terms) if len(terms) > 1 else terms[0]
+            node = ast.fix_missing_locations(node)
+            check_whitelist(node, derived=True)
+            expr = ast.unparse(node)
+            if len(self.refs) > MAX_REFS:
+                raise _Fail(f"reads more than {MAX_REFS} values")
+            guard_refs = dict(self.refs)
+            message = self.message(site, scope)
+            extra = {k: v for k, v in self.refs.items() if k not in guard_refs}
+        except _Fail as e:
+            return Uncheckable(site.id, site.file, site.line, str(e))
+        except ExprError as e:
+            return Uncheckable(site.id, site.file, site.line, f"outside kb's evaluator: {e.message}")
+        except (RecursionError, ValueError):
+            return Uncheckable(site.id, site.file, site.line, "nested too deeply once its locals are substituted")
+        refs = tuple(sorted({**guard_refs, **extra}.values(), key=lambda r: int(r.name[2:])))
+        if self.parsed_by is None:
+            return Derived(site.id, site.file, site.line, expr, refs, message)
+        flag, cls = self.parsed_by
+        field_name = scope.validated.get("value", "") if site.fact.validation == "field_validator" else ""
+        return Derived(site.id, site.file, site.line, expr, refs, message, flag.dest, cls, field_name)
+
+    def when_built(self, site: RaiseSite, scope: Scope) -> list[ast.expr]:
+        """The condition its function runs under, as far as kb reads it: a config's validators and
+        `__post_init__` run when create_engine_config builds it; another function runs where its
+        callers in the same file call it (their conditions, and theirs in turn)."""
+        if any(c.kind in _LOOPS for c in site.fact.contexts):
+            raise _Fail("raised inside a loop or a `match`: kb does not evaluate a guard per item")
+        return self.runs_when(site.fact.qualname, site.fact.validation, site.file, site.fact.callers, scope, 0)
+
+    def runs_when(self, qualname: str, validation: Optional[str], file: str, callers: Sequence[Caller],
+                  scope: Scope, depth: int) -> list[ast.expr]:
+        qual = qualname.split(".")
+        owner = qual[0] if len(qual) > 1 and qual[0][:1].isupper() else ""
+        if file == ENGINE_FILE and owner == "EngineArgs" and qual[-1] in ("__post_init__", "create_engine_config"):
+            return []
+        if owner and len(qual) == 2 and (validation is not None or qual[-1] in ("__post_init__", "__init__")):
+            return self.built(owner)
+        if owner and len(qual) == 2 and not callers and owner != "VllmConfig":
+            called = self.called_by_vllm_config(owner, qual[-1], depth)
+            if called is not None:
+                return called
+        if depth >= 3 or not callers:
+            where = "" if callers else ", and nothing in its file calls it"
+            raise _Fail(f"raised in {qualname}{where}: kb does not follow it to a config built at launch")
+        alternatives: list[ast.expr] = []
+        for c in callers:
+            if REACH_UNKNOWN in c.guard:
+                raise _Fail(f"{qualname} is called by {c.qualname} (line {c.line}) in a loop, a `try`, a `with` "
+                            "or a `match`")
+            inner = scope.of_caller(c)
+            conditions = [self.term(g, inner, depth + 1) for g in c.guard]
+            conditions = self.runs_when(c.qualname, None, file, c.callers, inner, depth + 1) + conditions
+            alternatives.append(_all(conditions))
+        return [alternatives[0] if len(alternatives) == 1 else ast.BoolOp(ast.Or(), alternatives)]
+
+    def called_by_vllm_config(self, owner: str, method: str, depth: int) -> Optional[list[ast.expr]]:
+        """Where VllmConfig.__post_init__ calls a config's method (`self.model_config.verify_with_parallel_config`):
+        VllmConfig is always built, so the call's own conditions; None when it does not."""
+        key = owner.replace("_", "").lower()
+        for attribute, called, condition in self.model.config_calls:
+            if called != method or self.flag_rule.owner_key(attribute) != key:
+                continue
+            if condition == "?":
+                raise _Fail(f"{owner}.{method} is called by VllmConfig in a loop, a `try`, a `with` or a `match`")
+            return [self.term(condition, _VLLM_SCOPE, depth + 1)] if condition else []
+        return None
+
+    def built(self, owner: str) -> list[ast.expr]:
+        build = self.builds.get(owner)
+        if build is None and owner in self.parsed_into:
+            self.parsed_by = (self.parsed_into[owner], owner)
+            return [self.given(self.parsed_into[owner])]  # kb knows its fields only from the JSON given
+        if build is None:
+            raise _Fail(f"{owner} is not built by create_engine_config as kb reads it")
+        if build.when == "?":
+            raise _Fail(f"{owner} is built in a loop, a `try` or a `with` of create_engine_config")
+        return [self.term(build.when, _ENGINE_SCOPE, 0, engine=True)] if build.when else []
+
+    # --- terms ---------------------------------------------------------------------------------
+    def term(self, text: str, scope: Scope, depth: int, engine: bool = False) -> ast.expr:
+        if depth > MAX_DEPTH:
+            raise _Fail("locals followed too deep")
+        node = _parse(text)
+        if node is None:
+            raise _Fail(f"not parsed: {text[:80]}")
+        return self.swap(copy.deepcopy(node), scope, depth, engine)
+
+    def swap(self, node: ast.expr, scope: Scope, depth: int, engine: bool) -> ast.expr:
+        compiler = self
+
+        class _T(ast.NodeTransformer):
+            def visit(self, n: ast.AST) -> Any:
+                if isinstance(n, ast.NamedExpr):
+                    return self.visit(n.value)
+                if isinstance(n, (ast.Attribute, ast.Name, ast.Call)):
+                    done = compiler.reference(n, scope, depth, engine)
+                    if done is not None:
+                        return done
+                if isinstance(n, ast.Call) and not _callable(n):  # getattr(<a local>, "x"), issubclass(...)
+                    text = _short(ast.unparse(n))
+                    return compiler.named("unknown", text, f"{text}: a call kb does not evaluate")
+                return self.generic_visit(n)
+
+        out = _T().visit(node)
+        assert isinstance(out, ast.expr)
+        return out
+
+    def reference(self, n: ast.expr, scope: Scope, depth: int, engine: bool) -> Optional[ast.expr]:
+        """The node rewritten when it is a chain kb gives a value to (an unknown input when it
+        cannot); None to look inside it."""
+        saved = dict(self.refs)
+        try:
+            return self._reference(n, scope, depth, engine)
+        except _Unknown as e:
+            self.refs = saved
+            text = _short(ast.unparse(n))
+            return self.named("unknown", text, f"{text}: {e}")
+
+    def _reference(self, n: ast.expr, scope: Scope, depth: int, engine: bool) -> Optional[ast.expr]:
+        parts = _named_attribute(n) or _chain(n)
+        if parts is None or (len(parts) == 1 and parts[0] in _BUILTINS):
+            return None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _BUILTINS:
+            return None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _METHODS and \
+                _chain(n.func.value) is None:
+            return None  # a method of a value computed in the guard: `x.lower()` of `(a or b)`
+        head = parts[0]
+        if engine and head != "self" and not (len(parts) == 1 and head in scope.locals):
+            raise _Unknown(f"{'.'.join(parts)[:80]}: a local of create_engine_config, not followed")
+        if head in scope.locals and not (len(parts) > 1 and head.endswith("_config")):
+            source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[head])
+            inner = scope
+            if re.search(rf"\b{re.escape(head)}\b", source):  # `x = x or 1`: the earlier x
+                inner = Scope(scope.file, scope.owner, scope.function,
+                              {k: v for k, v in scope.locals.items() if k != head}, scope.validated, scope.callers)
+            return self.tail(self.term(source, inner, depth + 1, engine), parts[1:], n, inner, depth, engine)
+        if head in scope.params and not head.endswith("_config"):
+            if len(scope.callers) != 1:
+                raise _Unknown(f"the parameter {head}: {len(scope.callers)} calls pass it")
+            c = scope.callers[0]
+            arg = next((a for a in c.args if a.param == head), None)
+            if arg is None:
+                raise _Unknown(f"the parameter {head}: passed through *args or **kwargs")
+            caller = scope.of_caller(c)
+            return self.tail(self.term(arg.source, caller, depth + 1, engine), parts[1:], n, caller, depth, engine)
+        text = ast.unparse(n) if isinstance(n, ast.Call) else ".".join(parts)
+        found = self.reader.resolver.resolve(parts, text, scope, depth)
+        if len(found) != 1:
+            raise _Unknown(f"{text[:80]}: not resolved to one input")
+        return self.ref_of(found[0], parts, n, depth, engine)
+
+    def tail(self, value: ast.expr, rest: tuple[str, ...], n: ast.expr, scope: Scope, depth: int,
+             engine: bool) -> ast.expr:
+        if not rest:
+            return value
+        if len(rest) == 1 and rest[0].endswith("()") and rest[0][:-2] in _METHODS and isinstance(n, ast.Call):
+            args = [self.swap(copy.deepcopy(a), scope, depth, engine) for a in n.args]
+            return ast.Call(ast.Attribute(value, rest[0][:-2], ast.Load()), args, [])
+        raise _Unknown(f"{'.'.join(rest)} of a local: not followed")
+
+    def ref_of(self, i: Input, parts: tuple[str, ...], n: ast.expr, depth: int, engine: bool) -> ast.expr:
+        last = parts[-1]
+        if i.kind == FLAG:
+            if last.endswith("()") or "computes" in i.via or "keys given to" in i.via or "builds the config" in i.via:
+                raise _Unknown(f"{i.read[:80]}: computed from {i.key}, not its value")
+            if "matched by name" in i.via:
+                raise _Unknown(f"{i.read[:80]}: a name matched to {i.key}, not followed")
+            name, dot, key = i.key.partition(".")
+            flag = self.flags_by_name.get(name)
+            if flag is None:
+                raise _Unknown(f"{i.key}: not a flag of the model")
+            if dot:
+                return self.named("flag-key", f"{flag.dest}.{key}", i.key)
+            if engine or i.via.startswith("the field EngineArgs.") or flag.config_field is None:
+                return self.flag(flag, engine_field=True)
+            if flag.config_class in self.builds:
+                return self.built_field(flag, depth)
+            whole = self.parsed_into.get(flag.config_class or "")
+            if whole is not None:  # the config comes whole from a JSON-valued flag: its key, not this flag
+                return self.named("flag-key", f"{whole.dest}.{flag.config_field}", f"{whole.name}.{flag.config_field}")
+            raise _Unknown(f"{flag.config_class}.{flag.config_field}: how vLLM builds {flag.config_class} is not read "
+                           "by kb")
+        if i.kind == CONFIG_JSON:
+            if i.key == "config.json":
+                raise _Unknown(f"{i.read[:80]}: the whole config.json")
+            if last.endswith("()") and last[:-2] not in ("get_total_num_kv_heads", "get_num_attention_heads",
+                                                         "get_hidden_size", "get_num_layers", "get_vocab_size"):
+                raise _Unknown(f"{i.read[:80]}: computed by vLLM from config.json")
+            return self.named("config-json", i.key, f"config.json {i.key}")
+        if i.kind == ENV:
+            if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", i.key):
+                raise _Unknown(f"{i.read[:80]}: an environment variable named at run time")
+            return self.named("env", i.key, i.key)
+        if i.kind == INTERNAL and (i.via.startswith("the config object") or (
+                len(parts) > 1 and last.replace("_", "").lower() in self.flag_rule.names)):  # self.lora_config
+            return self.config_object(parts, depth)
+        if i.kind == INTERNAL and i.via.startswith("the field ") and "which no `vllm serve` flag sets" in i.via:
+            return self.internal_field(i, parts, depth)
+        if i.kind == HARDWARE:
+            m = _PLATFORM_CALL.fullmatch(i.read)
+            if m and m.group(1) in PLATFORMS["cuda"]:
+                return self.named("platform", m.group(1), f"the platform ({m.group(1)})")
+        raise _Unknown(f"{i.read[:80]}: {i.kind} ({i.via[:80]})")
+
+    def flag(self, flag: Flag, engine_field: bool = False) -> ast.expr:
+        """The flag's value as the guard reads it. When vLLM's own code may change it first: where
+        EngineArgs changes it under conditions kb reads (`if self.x is None and ...: self.x = ...` in
+        __post_init__ or create_engine_config), unknown only when they hold; else known only when
+        given if the code only fills it when unset, else unknown. `engine_field`: the guard reads
+        EngineArgs' own field (only EngineArgs' code sets it); else the config's field too."""
+        value = self.named("flag", flag.dest, flag.name)
+        if flag.dest in self.filling:
+            return value  # read by the condition it is changed under: the value before
+        config_how = None if engine_field else self.how_set(flag.config_class or "", flag.config_field or "")
+        engine_how = self.how_set("EngineArgs", flag.dest)
+        if config_how is None and engine_how is not None:
+            changed = self.changed_when(flag)
+            if changed is not None:
+                unknown = self.named("unknown", f"{flag.name} as vLLM sets it", f"{flag.name}: vLLM's own code sets it")
+                return ast.IfExp(changed, unknown, value)
+        hows = {config_how, engine_how}
+        if "set" in hows:
+            raise _Unknown(f"{flag.name}: vLLM's own code sets it")
+        if "default" in hows:
+            return self.named("flag-given", flag.dest, flag.name)
+        return value
+
+    def changed_when(self, flag: Flag) -> Optional[ast.expr]:
+        """When EngineArgs' own code changes the field before the site: the conditions of its
+        assignments (in create_engine_config or __post_init__, read in EngineArgs' scope; one that
+        only fills an unset value also needs the flag not given), joined by `or`; None when one
+        is not read."""
+        conditions: list[ast.expr] = []
+        for how, method, _, when in self.effective("EngineArgs", flag.dest):
+            if when in ("", "?") or method not in ("create_engine_config", "__post_init__"):
+                return None
+            saved = dict(self.refs)
+            self.filling.add(flag.dest)
+            try:
+                condition = self.term(when, _ENGINE_SCOPE, 1, engine=True)
+            except _Fail:
+                self.refs = saved
+                return None
+            finally:
+                self.filling.discard(flag.dest)
+            if how == "default":
+                condition = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), self.given(flag)), condition])
+            conditions.append(condition)
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.Or(), conditions)
+
+    def how_set(self, cls: str, field_name: str) -> Optional[str]:
+        """"set" when vLLM's own code may change the field before the site raises, "default" when it only
+        fills it when unset, None when it does not set it: an assignment later in the site's own
+        function does not count."""
+        hows = {how for how, _, _, _ in self.effective(cls, field_name)}
+        return "set" if "set" in hows else "default" if hows else None
+
+    def effective(self, cls: str, field_name: str) -> list[tuple[str, str, int, str]]:
+        """The assignments of a field that may run before the site: not those later in its own function."""
+        owner, function, line = self.here
+        return [a for a in self.assignments.get((cls, field_name), [])
+                if not (cls == owner and a[1] == function and a[2] > line)]
+
+    def given(self, flag: Flag) -> ast.expr:
+        """True when the command gives the flag."""
+        return self.named("given", flag.dest, f"{flag.name} given")
+
+    def config_object(self, parts: tuple[str, ...], depth: int) -> ast.expr:
+        """A config object (`self.lora_config is not None`): True when vLLM builds it, else None."""
+        key = parts[-1].replace("_", "").lower()  # exactly its class: a draft_model_config is not the ModelConfig
+        cls = self.flag_rule.names.get(key) or next((c for c in self.parsed_into if c.replace("_", "").lower() == key), None)
+        if cls is None:
+            raise _Unknown(f"{'.'.join(parts)}: a config kb does not know")
+        build = self.builds.get(cls)
+        if build is not None and build.when != "?":
+            if not build.when:
+                return ast.Constant(True)
+            return ast.IfExp(self.term(build.when, _ENGINE_SCOPE, depth + 1, engine=True), ast.Constant(True),
+                             ast.Constant(None))
+        flag = self.parsed_into.get(cls)
+        if flag is not None and flag.default is None and flag.default_exact:
+            return ast.IfExp(self.given(flag), ast.Constant(True), ast.Constant(None))
+        if flag is not None and isinstance(flag.default, str) and flag.default.startswith(cls + "("):
+            return ast.Constant(True)  # its default is an instance: always built
+        raise _Unknown(f"{'.'.join(parts)}: when vLLM builds {cls} is not read by kb")
+
+    def internal_field(self, i: Input, parts: tuple[str, ...], depth: int) -> ast.expr:
+        """A field no flag sets (`ModelConfig.is_submodel_config`): what create_engine_config passes
+        for it, else its class's default, when vLLM's own code never sets it."""
+        cls, _, name = i.key.partition(".")
+        if "." in name or not name:
+            raise _Unknown(f"{i.read[:80]}: internal ({i.via[:80]})")
+        if self.how_set(cls, name) is not None:
+            raise _Unknown(f"{i.key}: vLLM's own code sets it")
+        build = self.builds.get(cls)
+        source = dict(build.args).get(name) if build is not None else None
+        if source is not None:
+            return self.term(source, _ENGINE_SCOPE, depth + 1, engine=True)
+        if build is not None and build.spread:
+            raise _Unknown(f"{i.key}: create_engine_config may pass it in **kwargs")
+        value = self.class_defaults.get((cls, name), _MISSING)
+        if not (value is None or isinstance(value, (str, int, float, bool))):
+            raise _Unknown(f"{i.read[:80]}: internal ({i.via[:80]})")
+        return ast.Constant(value)
+
+    def built_field(self, flag: Flag, depth: int) -> ast.expr:
+        """The field as create_engine_config builds its config: what the call passes for it."""
+        assert flag.config_class is not None
+        build = self.builds[flag.config_class]
+        source = dict(build.args).get(flag.config_field or "")
+        how = self.how_set(flag.config_class, flag.config_field or "")
+        if how == "set":
+            raise _Unknown(f"{flag.config_class}.{flag.config_field}: vLLM's own code sets it")
+        if how == "default":
+            if source is not None and source != f"self.{flag.dest}":
+                raise _Unknown(f"{flag.config_class}.{flag.config_field}: built from `{source[:60]}` and set again by "
+                               "vLLM's own code")
+            return self.named("flag-given", flag.dest, flag.name)  # its value is known only when given
+        if source is None:
+            if build.spread:
+                return self.flag(flag)
+            raise _Unknown(f"{flag.config_class}.{flag.config_field}: not passed by create_engine_config, so "
+                        f"{flag.name} does not set it there")
+        return self.term(source, _ENGINE_SCOPE, depth + 1, engine=True)
+
+    def named(self, kind: str, key: str, shown: str) -> ast.Name:
+        ref = self.refs.get((kind, key))
+        if ref is None:
+            ref = Ref(f"_v{len(self.refs)}", kind, key, shown)
+            self.refs[(kind, key)] = ref
+        return ast.Name(ref.name, ast.Load())
+
+    def message(self, site: RaiseSite, scope: Scope) -> tuple[tuple[str, str], ...]:
+        out: list[tuple[str, str]] = []
+        for expr in placeholders(site.template)[:16]:
+            saved = dict(self.refs)
+            try:
+                node = ast.fix_missing_locations(self.term(expr, scope, 0))
+                check_whitelist(node, derived=True)
+                out.append((expr, ast.unparse(node)))
+            except (_Fail, ExprError, RecursionError, ValueError):
+                self.refs = saved
+        return tuple(out)
+
+
+def _callable(n: ast.Call) -> bool:
+    """A call the derived evaluator makes: a function of DERIVED_FUNCTIONS, a method of METHODS."""
+    if isinstance(n.func, ast.Name):
+        return n.func.id in DERIVED_FUNCTIONS and not n.keywords
+    return isinstance(n.func, ast.Attribute) and n.func.attr in _METHODS and not n.keywords
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_LOOPS = frozenset({"for", "while", "for-else", "while-else", "case"})
+
+
+def _all(conditions: list[ast.expr]) -> ast.expr:
+    if not conditions:
+        return ast.Constant(True)
+    return conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.And(), conditions)
+
+
+_METHODS = frozenset({"lower", "upper", "strip", "startswith", "endswith", "removeprefix", "removesuffix", "split",
+                      "isdigit", "casefold", "get", "keys", "values", "items"})
+
+
+def derive(sites: Sequence[RaiseSite], model: Optional[ConfigModel]) -> DerivedIndex:
+    """The derived checks of the config-time sites (LAUNCH_FILES), in site order."""
+    if model is None:
+        return DerivedIndex((), ())
+    compiler = _Compiler(model)
+    checks: list[Derived] = []
+    uncheckable: list[Uncheckable] = []
+    for s in sorted(sites, key=lambda s: (s.file, s.line, s.id)):
+        if not s.file.startswith(LAUNCH_FILES):
+            continue
+        out = compiler.site(s)
+        (checks if isinstance(out, Derived) else uncheckable).append(out)  # type: ignore[arg-type]
+    return DerivedIndex(tuple(checks), tuple(uncheckable))
+
+
+# --- running them -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Facts:
+    """What one launch gives the derived checks: the flags vLLM's parser read (dest -> value),
+    the model's config.json, the environment, the platform."""
+
+    flags: Mapping[str, Any]
+    defaults: Mapping[str, Any]  # dest -> default, for the flags whose default is known exactly
+    config: Mapping[str, Any]
+    env: Mapping[str, Any]
+    platform: Mapping[str, Any]
+    key_defaults: Mapping[str, Any] = field(default_factory=dict)  # "dest.key" -> the class's default for a key left out
+
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A flag's default that is an instance of a config class: compared, it is only itself."""
+
+    config_class: str
+
+
+def value_of(ref: Ref, facts: Facts) -> Any:
+    """The value, or _MISSING when the launch does not say it."""
+    if ref.kind == "flag":
+        if ref.key in facts.flags:
+            return facts.flags[ref.key]
+        return facts.defaults.get(ref.key, _MISSING)
+    if ref.kind == "flag-given":
+        return facts.flags.get(ref.key, _MISSING)
+    if ref.kind == "flag-key":
+        dest, _, key = ref.key.partition(".")
+        given = facts.flags.get(dest)
+        if not isinstance(given, dict):
+            return _MISSING
+        return given[key] if key in given else facts.key_defaults.get(ref.key, _MISSING)
+    if ref.kind == "config-json":
+        for where in (facts.config.get("text_config"), facts.config):
+            if isinstance(where, dict) and where.get(ref.key) is not None:
+                return where[ref.key]
+        fallback = KEY_FALLBACKS.get(ref.key)
+        return value_of(Ref(ref.name, ref.kind, fallback, ref.shown), facts) if fallback else _MISSING
+    if ref.kind == "env":
+        return facts.env.get(ref.key, _MISSING)
+    if ref.kind == "given":
+        return ref.key in facts.flags
+    if ref.kind == "platform":
+        return facts.platform.get(ref.key, _MISSING)
+    return _MISSING
+
+
+@dataclass(frozen=True)
+class Verdict:
+    check: Derived
+    raises: Optional[bool]  # None: unknown
+    missing: tuple[str, ...] = ()  # what it needs, as users name it
+    message: str = ""  # the template filled where the values are known
+    error: str = ""  # the evaluator's message when its condition fails on these values
+
+
+def run(check: Derived, facts: Facts, template: str) -> Verdict:
+    values: dict[str, Any] = {}
+    for r in check.refs:
+        v = value_of(r, facts)
+        if v is not _MISSING:
+            values[r.name] = v
+    try:
+        raises = bool(evaluate(check.expr, values, derived=True))
+    except MissingInput as e:
+        needed = tuple(r.shown for r in check.refs if r.name == e.name)
+        return Verdict(check, None, needed or (e.name,))
+    except ExprError as e:
+        return Verdict(check, None, (), "", e.message)
+    return Verdict(check, raises, (), fill(check, template, values) if raises else "")
+
+
+def fill(check: Derived, template: str, values: Mapping[str, Any]) -> str:
+    text = template
+    for placeholder, expr in check.message:
+        try:
+            shown = str(evaluate(expr, values, derived=True))
+        except (ExprError, ValueError):
+            continue
+        text = text.replace("{" + placeholder + "}", shown, 1)
+    return text
+
+
+def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str, Any],
+             env: Optional[Mapping[str, Any]] = None, platform: str = "cuda") -> Facts:
+    defaults: dict[str, Any] = {f.dest: f.default for f in model.flags if f.default_known and f.default_exact}
+    for f in model.flags:  # a config instance by default (`FaultToleranceConfig(...)`): not None, not a dict
+        if f.parses_into and f.dest not in defaults and isinstance(f.default, str) and \
+                f.default.startswith(f.parses_into + "("):
+            defaults[f.dest] = Instance(f.parses_into)
+    env_values = {e.name: e.default for e in model.env if e.default_known and e.default_exact}
+    env_values.update(env or {})
+    by_class: dict[str, list[str]] = {}
+    for f in model.flags:
+        if f.parses_into:
+            by_class.setdefault(f.parses_into, []).append(f.dest)
+    keys = {f"{dest}.{name}": value for cls, name, value in model.class_defaults for dest in by_class.get(cls, [])}
+    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys)

@@ -1,0 +1,194 @@
+"""Checks derived from vLLM's own guards (kb/checks/derive.py), on a small vLLM-shaped tree in
+tmp_path: the guard with its early exits, the arguments create_engine_config builds a config
+with and the condition it builds it under; values vLLM sets itself known only when given;
+unknown inputs that only matter when vLLM's condition reaches them; the reasons a site is not
+checkable; the derived predictions in `kb check`; the index's JSON form."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kb.checks.derive import DerivedIndex, derive, facts_of, run
+from kb.checks.evaluate import evaluate
+from kb.checks.launch_check import check_one
+from kb.checks.report import outcome_json
+from kb.errors import ExprError
+from kb.jobs import scan_release
+from kb.model import ScanResult
+from kb.records.merge import build_records
+from kb.scan.source import SourceSpec
+from test_sets import ARG_UTILS_DCP, PARALLEL_DCP, dcp_tree
+
+PARALLEL_DERIVE = PARALLEL_DCP.replace("from vllm.config.utils import config\n", '''from vllm.config.utils import config
+from vllm.platforms import current_platform
+''') + '''
+
+    def __post_init__(self):
+        if self.disable_custom_all_reduce is None:
+            self.disable_custom_all_reduce = self.tensor_parallel_size == 1
+        if self.disable_custom_all_reduce is None:
+            raise ValueError("custom all-reduce undecided")
+        if self.tensor_parallel_size > 8 and self.some_internal_thing():
+            raise ValueError("needs the internal thing")
+        if self.enable_expert_parallel and self.tensor_parallel_size > 4:
+            raise ValueError(f"expert parallel caps tp at 4, got {self.tensor_parallel_size}")
+        if self.master_port < 1024 and current_platform.is_cuda():
+            raise ValueError("privileged port on CUDA")
+        for size in self.sizes:
+            if size < 0:
+                raise ValueError("a negative size")
+        if self.distributed_executor_backend is None:
+            return
+        if self.tensor_parallel_size % self.decode_context_parallel_size != 0:
+            raise ValueError("tp must be divisible by dcp when a backend is set")
+
+
+@config
+class LoRAConfig:
+    max_loras: int = 1
+    """Max LoRAs in a batch."""
+
+    def __post_init__(self):
+        if self.max_loras > 4:
+            raise ValueError("at most 4 LoRAs")
+'''
+ARG_UTILS_DERIVE = ARG_UTILS_DCP.replace(
+    "from vllm.config import ModelConfig, ParallelConfig", "from vllm.config import LoRAConfig, ModelConfig, ParallelConfig"
+).replace('''    port: int = envs.VLLM_PORT
+''', '''    port: int = envs.VLLM_PORT
+    enable_lora: bool = False
+    max_loras: int = LoRAConfig.max_loras
+
+    def create_engine_config(self):
+        parallel_config = ParallelConfig(
+            tensor_parallel_size=self.tensor_parallel_size,
+            decode_context_parallel_size=self.decode_context_parallel_size,
+            distributed_executor_backend=self.distributed_executor_backend,
+            enable_expert_parallel=self.enable_expert_parallel,
+            disable_custom_all_reduce=self.disable_custom_all_reduce,
+            master_port=self.master_port,
+            sizes=self.sizes,
+        )
+        lora_config = LoRAConfig(max_loras=self.max_loras) if self.enable_lora else None
+        return parallel_config, lora_config
+''').replace('''        parser.add_argument("--disable-log-stats",''', '''        lora_kwargs = get_kwargs(LoRAConfig)
+        lora_group = parser.add_argument_group(title="LoRAConfig")
+        lora_group.add_argument("--enable-lora", action=argparse.BooleanOptionalAction, default=False,
+                                help="Enable LoRA adapters.")
+        lora_group.add_argument("--max-loras", **lora_kwargs["max_loras"])
+        parser.add_argument("--disable-log-stats",''')
+
+
+@pytest.fixture
+def derive_scan(tmp_path: Path) -> ScanResult:
+    root = dcp_tree(tmp_path / "tree")
+    (root / "vllm/config/parallel.py").write_text(PARALLEL_DERIVE)
+    (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_DERIVE)
+    return scan_release(SourceSpec(source_dir=str(root)), use_cache=False)
+
+
+def index_of(scan: ScanResult) -> DerivedIndex:
+    return derive(scan.sites, scan.config)
+
+
+def ids(scan: ScanResult) -> dict[str, str]:
+    return {s.template: s.id for s in scan.sites}
+
+
+def first_ids(scan: ScanResult, *argv: str) -> list[str]:
+    records = build_records(scan)
+    out = check_one(records, scan.config, ["vllm", "serve", "org/m", *argv], None, None, with_valid=False)
+    assert out.parse_error is None, out.parse_error
+    return [p.record.template for p in out.predicted]
+
+
+def test_the_builds_and_the_fields_vllm_sets_are_read_from_the_source(derive_scan: ScanResult) -> None:
+    model = derive_scan.config
+    assert model is not None
+    builds = {b.config_class: b for b in model.builds}
+    assert builds["ParallelConfig"].when == ""
+    assert dict(builds["ParallelConfig"].args)["decode_context_parallel_size"] == "self.decode_context_parallel_size"
+    assert builds["LoRAConfig"].when == "self.enable_lora"
+    assert [a[:3] for a in model.assigned if a[1] == "disable_custom_all_reduce"] == [
+        ("ParallelConfig", "disable_custom_all_reduce", "default")]  # only under `if ... is None:`
+
+
+def test_each_guard_becomes_vllms_own_condition_over_launch_values(derive_scan: ScanResult) -> None:
+    index = index_of(derive_scan)
+    by_template = {derive_scan.sites[[s.id for s in derive_scan.sites].index(c.record_id)].template: c
+                   for c in index.checks}
+    dcp = by_template["tp must be divisible by dcp when a backend is set"]
+    # the early exit before it (`if backend is None: return`) is part of its condition
+    assert {r.kind for r in dcp.refs} == {"flag"}
+    assert {r.shown for r in dcp.refs} == {"--tensor-parallel-size", "--decode-context-parallel-size",
+                                           "--distributed-executor-backend"}
+    lora = by_template["at most 4 LoRAs"]
+    assert {(r.kind, r.shown) for r in lora.refs} == {("flag", "--enable-lora"), ("flag", "--max-loras")}
+    reasons = {u.reason.split(":")[0] for u in index.uncheckable}
+    assert "raised inside a loop or a `match`" in reasons
+    assert any("nothing in its file calls it" in u.reason for u in index.uncheckable)  # verify_with_parallel_config
+    assert DerivedIndex.from_json(json.loads(json.dumps(index.to_json()))) == index
+
+
+def test_kb_check_predicts_what_the_derived_conditions_raise(derive_scan: ScanResult) -> None:
+    assert "tp must be divisible by dcp when a backend is set" not in first_ids(derive_scan, "-tp", "3", "-dcp", "2")
+    assert "tp must be divisible by dcp when a backend is set" in first_ids(
+        derive_scan, "-tp", "3", "-dcp", "2", "--distributed-executor-backend", "mp")
+    assert "at most 4 LoRAs" not in first_ids(derive_scan, "--max-loras", "8")  # LoRAConfig is not built
+    assert "at most 4 LoRAs" in first_ids(derive_scan, "--enable-lora", "--max-loras", "8")
+    assert "at most 4 LoRAs" not in first_ids(derive_scan, "--enable-lora", "--max-loras", "4")
+    assert "privileged port on CUDA" in first_ids(derive_scan, "--master-port", "80")  # the platform: CUDA
+    assert "privileged port on CUDA" not in first_ids(derive_scan, "--master-port", "8000")
+
+
+def test_the_message_is_filled_with_the_launchs_values(derive_scan: ScanResult) -> None:
+    records = build_records(derive_scan)
+    out = check_one(records, derive_scan.config, ["vllm", "serve", "m", "-ep", "-tp", "8"], None, None)
+    messages = [p.message for p in out.predicted]
+    assert "expert parallel caps tp at 4, got 8" in messages
+    data = json.loads(outcome_json(out))
+    assert {"id", "template", "message"} <= set(data["predicted"][0])
+
+
+def test_a_value_vllm_sets_itself_is_known_only_when_given(derive_scan: ScanResult) -> None:
+    assert "custom all-reduce undecided" not in first_ids(derive_scan)  # vLLM decides it before the guard
+    records = build_records(derive_scan)
+    out = check_one(records, derive_scan.config, ["vllm", "serve", "m"], None, None)
+    unknown = {s.record.template: s.missing for s in out.unknown}
+    assert unknown["custom all-reduce undecided"] == ("--disable-custom-all-reduce",)
+
+
+def test_an_unknown_input_matters_only_where_the_condition_reaches_it(derive_scan: ScanResult) -> None:
+    index = index_of(derive_scan)
+    template_of = {s.id: s.template for s in derive_scan.sites}
+    check = next(c for c in index.checks if template_of[c.record_id] == "needs the internal thing")
+    assert [r.kind for r in check.refs if "some_internal_thing" in r.shown] == ["unknown"]
+    model = derive_scan.config
+    assert model is not None
+    assert run(check, facts_of(model, {"tensor_parallel_size": 2}, {}), "").raises is False  # short-circuits
+    verdict = run(check, facts_of(model, {"tensor_parallel_size": 16}, {}), "")
+    assert verdict.raises is None and verdict.missing[0].startswith("self.some_internal_thing()")
+
+
+def test_the_derived_evaluator_stays_within_its_whitelist() -> None:
+    assert evaluate("not isinstance(x, (int, float)) and x.startswith('a')", {"x": 1}, derived=True) is False
+    assert evaluate("x.lower().startswith('fp8')", {"x": "FP8_E4M3"}, derived=True) is True
+    assert evaluate("d.get('k', 3) + len(set(xs))", {"d": {}, "xs": [1, 1, 2]}, derived=True) == 5
+    for bad in ("x.__class__", "x.format(1)", "isinstance(x, object)", "open('f')", "x.split() * 10**9"):
+        with pytest.raises(ExprError):
+            evaluate(bad, {"x": "a b"}, derived=True)
+    with pytest.raises(ExprError):  # curated checks keep the narrow set the page's script knows
+        evaluate("x.lower()", {"x": "A"})
+
+
+def test_valid_values_of_a_derived_prediction(derive_scan: ScanResult) -> None:
+    records = build_records(derive_scan)
+    out = check_one(records, derive_scan.config, ["vllm", "serve", "m", "--enable-lora", "--max-loras", "8"], None, None)
+    lora = next(p for p in out.predicted if p.record.template == "at most 4 LoRAs")
+    assert out.valid[lora.record.id] == {"--max-loras": [1, 2, 3, 4]}
+    data = json.loads(outcome_json(out))
+    shown = next(p for p in data["predicted"] if p["template"] == "at most 4 LoRAs")
+    assert shown["validValues"] == {"--max-loras": [1, 2, 3, 4]} and shown["source"] == "derived"
