@@ -334,3 +334,36 @@ def schedule(request):
     # outside the serving code a `request` is the engine's own object, not the user's request
     inputs, r = setby_of(scan, "the engine's own request")
     assert [(i.kind, k) for k, i in inputs.items()] == [(UNRESOLVED, "request.n")]
+
+
+def test_early_exits_and_the_conditions_of_each_call_are_recorded() -> None:
+    facts = extract(b'''
+class C:
+    def __post_init__(self):
+        if self.x is None:
+            return
+        if self.y > 3:
+            raise ValueError("y")  # an earlier raise: not an exit
+        for item in self.items:
+            if not item:
+                continue
+        if self.z:
+            self.check(self.z)
+        else:
+            try:
+                self.check(0)
+            except KeyError:
+                pass
+
+    def check(self, v):
+        if v < 0:
+            raise ValueError("negative")
+''')
+    by = {r.template: r for r in facts.raises}
+    assert by["y"].exits == ("not self.x is None",)
+    assert by["negative"].exits == ()
+    callers = by["negative"].callers
+    assert [(c.line, c.guard) for c in callers] == [
+        (12, ("not self.x is None", "self.z")),
+        (15, ("not self.x is None", "not self.z", "?")),  # inside a `try`: its condition is not all known
+    ]

@@ -192,3 +192,38 @@ def test_valid_values_of_a_derived_prediction(derive_scan: ScanResult) -> None:
     data = json.loads(outcome_json(out))
     shown = next(p for p in data["predicted"] if p["template"] == "at most 4 LoRAs")
     assert shown["validValues"] == {"--max-loras": [1, 2, 3, 4]} and shown["source"] == "derived"
+
+
+def test_a_hostile_guard_is_bounded(tmp_path: Path) -> None:
+    """Locals that double at each step (x1 = x0 + x0, ...) and a guard nested deep: the derived
+    check is refused or kept small, in bounded time, never a crash."""
+    import signal
+
+    chain = "\n".join(f"        x{i} = x{i - 1} + x{i - 1}" for i in range(1, 40))
+    deep = "(" * 200 + "self.tensor_parallel_size" + ")" * 200
+    hostile = PARALLEL_DERIVE.replace('''    def __post_init__(self):
+''', f'''    def __post_init__(self):
+        x0 = self.tensor_parallel_size
+{chain}
+        if x39 > 0:
+            raise ValueError("doubled")
+        if {deep} > 1:
+            raise ValueError("deep")
+''')
+    root = dcp_tree(tmp_path / "tree")
+    (root / "vllm/config/parallel.py").write_text(hostile)
+    (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_DERIVE)
+    scan = scan_release(SourceSpec(source_dir=str(root)), use_cache=False)
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("derive took too long")))
+    signal.alarm(60)
+    try:
+        index = derive(scan.sites, scan.config)
+    finally:
+        signal.alarm(0)
+    templates = {s.id: s.template for s in scan.sites}
+    for c in index.checks:
+        assert len(c.expr) <= 10_000, templates[c.record_id]
+    assert {"doubled", "deep"} <= {templates[c.record_id] for c in (*index.checks, *index.uncheckable)}
+    records = build_records(scan)
+    out = check_one(records, scan.config, ["vllm", "serve", "m", "-tp", "2"], None, None)
+    assert out.parse_error is None

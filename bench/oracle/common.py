@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -90,3 +92,24 @@ def oracle_env(hardware: dict | None = None, version: str = DEFAULT_VERSION,
     env.setdefault("HF_HOME", str(cache_root() / "hf-home"))
     env.setdefault("TRITON_CACHE_DIR", str(cache_root() / "triton-cache"))
     return env
+
+
+def recorded(name: str, version: str) -> list[dict[str, Any]]:
+    """The cases already in tests/data/oracle-<name>-<version>.json (none when it is not there)."""
+    out = REPO / "tests" / "data" / f"oracle-{name}-{version}.json"
+    return json.loads(out.read_text())["cases"] if out.is_file() else []
+
+
+def write_cases(name: str, version: str, cases: list[dict[str, Any]], script: str, **extra: Any) -> Path:
+    """tests/data/oracle-<name>-<version>.json: the real outcomes the default tests compare kb with;
+    prints how many, by the stage vLLM stopped at."""
+    out = REPO / "tests" / "data" / f"oracle-{name}-{version}.json"
+    doc = {"format": f"kb-oracle-{name}/1", "vllm": version, "cases": cases, **extra,
+           "recorded_by": f"bench/oracle/{script} (real vLLM through bench/oracle/run_case.py, fake H100s)"}
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    stages: dict[str, int] = {}
+    for c in cases:
+        key = c.get("stage") or c.get("outcome") or "?"
+        stages[key] = stages.get(key, 0) + 1
+    print(f"{len(cases)} cases -> {out}: {stages}")
+    return out

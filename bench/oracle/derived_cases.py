@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
-from common import DEFAULT_VERSION, REPO
+from common import DEFAULT_VERSION, recorded, write_cases
 from parse_cases import LLAMA, run_one
 
 NUMBERS = ("0", "1", "2", "3", "4", "8", "16", "64", "1024", "-1", "0.5", "1.5")
@@ -148,14 +148,10 @@ def main() -> int:
     with ThreadPoolExecutor(args.jobs) as pool:
         records_out = list(pool.map(lambda c: {**run_one(c, args.version), "config": c["config"],
                                                "hardware": c["hardware"]}, todo))
-    out = REPO / "tests" / "data" / f"oracle-derived-{args.version}.json"
-    kept = json.loads(out.read_text())["cases"] if out.is_file() else []  # real outcomes already recorded
+    kept = recorded("derived", args.version)  # real outcomes already recorded
     seen = {json.dumps(c["argv"]) for c in records_out}
-    records_out = [c for c in kept if json.dumps(c["argv"]) not in seen] + records_out
-    doc = {"format": "kb-oracle-derived/1", "vllm": args.version, "cases": records_out,
-           "recorded_by": "bench/oracle/derived_cases.py (real vLLM through bench/oracle/run_case.py, fake H100s)"}
-    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"{len(records_out)} cases -> {out}")
+    write_cases("derived", args.version, [c for c in kept if json.dumps(c["argv"]) not in seen] + records_out,
+                "derived_cases.py")
     return 0
 
 

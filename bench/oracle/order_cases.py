@@ -11,13 +11,12 @@ tests/data/oracle-order-<version>.json for the default tests of `kb check`'s ord
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, REPO
+from common import DEFAULT_VERSION, write_cases
 from parse_cases import LLAMA, run_one
 
 REFERENCE = {**LLAMA, "hidden_size": 6144, "num_attention_heads": 48, "num_key_value_heads": 8,
@@ -43,11 +42,7 @@ def main() -> int:
     with ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda c: {**run_one(c, args.version), "config": c["config"],
                                            "hardware": c["hardware"]}, todo))
-    out = REPO / "tests" / "data" / f"oracle-order-{args.version}.json"
-    doc = {"format": "kb-oracle-order/1", "vllm": args.version, "cases": records,
-           "recorded_by": "bench/oracle/order_cases.py (real vLLM through bench/oracle/run_case.py, fake H100s)"}
-    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"{len(records)} cases -> {out}")
+    write_cases("order", args.version, records, "order_cases.py")
     return 0
 
 

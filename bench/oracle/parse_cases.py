@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, HERE, REPO
+from common import DEFAULT_VERSION, HERE, REPO, write_cases
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
          "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 4, "intermediate_size": 5632,
@@ -93,15 +93,7 @@ def main() -> int:
     todo = cases(flags)
     with ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda c: run(c, args.version), todo))
-    out = REPO / "tests" / "data" / f"oracle-parse-{args.version}.json"
-    doc = {"format": "kb-oracle-parse/1", "vllm": args.version, "config": LLAMA,
-           "recorded_by": "bench/oracle/parse_cases.py (real vLLM through bench/oracle/run_case.py, 8 fake H100)",
-           "cases": records}
-    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    stages: dict[str, int] = {}
-    for r in records:
-        stages[r["stage"] or r["outcome"]] = stages.get(r["stage"] or r["outcome"], 0) + 1
-    print(f"{len(records)} cases -> {out}: {stages}")
+    write_cases("parse", args.version, records, "parse_cases.py", config=LLAMA)
     return 0
 
 

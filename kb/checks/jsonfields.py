@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.checks.order import _CHECKS
+from kb.checks.order import _CHECKS, pydantic_report
 from kb.config.model import ConfigModel, JsonField
 
 _BOOL_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
@@ -137,18 +137,8 @@ class JsonRefusal:
     exact: bool = True  # False: a key kb cannot tell may add an error of its own
 
     def printed(self, argument: str) -> str:
-        n = len(self.errors)
-        lines = [f"argument {argument}: {n} validation error{'s' if n > 1 else ''} for {self.config_class}"]
-        for e in self.errors:
-            lines += [e.loc, f"  {e.msg} [type={e.kind}, input_value={pydantic_repr(e.value)}, "
-                             f"input_type={type(e.value).__name__}]"]
-        return "\n".join(lines)
-
-
-def pydantic_repr(value: Any) -> str:
-    """A value as pydantic's error shows it: its repr, the middle cut when longer than 50 characters."""
-    text = repr(value)
-    return text if len(text) <= 50 else f"{text[:25]}...{text[-24:]}"
+        return f"argument {argument}: " + pydantic_report(self.config_class,
+                                                          [(e.loc, e.msg, e.kind, e.value) for e in self.errors])
 
 
 def refusal(model: ConfigModel, config_class: str, value: Mapping[str, Any]) -> Optional[JsonRefusal]:

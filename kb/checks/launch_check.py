@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
 from kb.checks.derive import Derived, DerivedIndex, Facts, Verdict, derive, facts_of, run
-from kb.checks.jsonfields import pydantic_repr, refusal
+from kb.checks.jsonfields import refusal
 from kb.checks.launch import ConfigFile, parse_launch, serve_words
-from kb.checks.order import validation_failures
+from kb.checks.order import pydantic_report, validation_failures
 from kb.checks.predict import Outcome, Prediction, Skipped, predict
 from kb.checks.valid import derived_valid_values, valid_values
 from kb.config.model import ConfigModel
@@ -141,10 +141,8 @@ def parse_time(outcome: Outcome, index: DerivedIndex, flags: ConfigModel, values
         if dest in by_flag:
             check, first = min(by_flag[dest], key=lambda cp: cp[1].record.line)
             shown = value.get(check.field) if check.field else value
-            where = f"\n{check.field}" if check.field else ""
-            message = (f"argument {name}: 1 validation error for {check.config_class}{where}\n  Value error, "
-                       f"{first.message} [type=value_error, input_value={pydantic_repr(shown)}, "
-                       f"input_type={type(shown).__name__}]")
+            message = f"argument {name}: " + pydantic_report(check.config_class, [
+                (check.field, f"Value error, {first.message}", "value_error", shown)])
             return replace(outcome, parse_error=ParseError(message, name.split("/")[0], "{" not in first.message),
                            predicted=tuple(p for p in outcome.predicted if p is not first))
     return outcome

@@ -103,12 +103,25 @@ class ValidationFailure:
 
     @property
     def printed(self) -> str:
-        n = len(self.errors)
-        lines = [f"{n} validation error{'s' if n > 1 else ''} for {self.config_class}"]
-        for e in self.errors:
-            lines += [e.field, f"  {e.msg} [type={e.kind}, input_value={e.value!r}, "
-                               f"input_type={type(e.value).__name__}]"]
-        return "\n".join(lines)
+        return pydantic_report(self.config_class, [(e.field, e.msg, e.kind, e.value) for e in self.errors])
+
+
+def pydantic_report(config_class: str, errors: Sequence[tuple[str, str, str, Any]]) -> str:
+    """pydantic's ValidationError as it prints: `N validation error(s) for <class>`, then for each
+    (location, message, type, value) its location (none for a check of the whole config) and
+    `  <message> [type=..., input_value=..., input_type=...]`; its link to its docs left out."""
+    n = len(errors)
+    lines = [f"{n} validation error{'s' if n > 1 else ''} for {config_class}"]
+    for loc, msg, kind, value in errors:
+        lines += [loc] if loc else []
+        lines.append(f"  {msg} [type={kind}, input_value={pydantic_repr(value)}, input_type={type(value).__name__}]")
+    return "\n".join(lines)
+
+
+def pydantic_repr(value: Any) -> str:
+    """A value as pydantic's error shows it: its repr, the middle cut when longer than 50 characters."""
+    text = repr(value)
+    return text if len(text) <= 50 else f"{text[:25]}...{text[-24:]}"
 
 
 def _shown(c: Any) -> str:

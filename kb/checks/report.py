@@ -66,7 +66,7 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
     stop = outcome.parse_error
     if stop is not None:
         lines += ["vLLM stops while reading the command line, before it builds any config:",
-                  f"    {stop.printed}"]
+                  "    " + stop.printed.replace("\n", "\n    ")]
         if not stop.exact:
             lines.append("    (vLLM's own words differ: they name a function or pydantic's report; kb predicts "
                          "the error, not its exact text)")
@@ -90,6 +90,8 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
                   f"    {e.message}"]
         if r.entry is not None and r.entry.solutions:
             lines.append(f"    First fix: {r.entry.solutions[0]}")
+        if r.entry is None or r.entry.check is None:
+            lines.append("    (predicted by vLLM's own condition, which kb derives from its source; no curated check)")
         for flag, values in outcome.valid.get(r.id, {}).items():
             lines.append(f"    Valid {flag} here (the rest unchanged, every check of it passes): "
                          + ", ".join(str(v) for v in values))

@@ -1,0 +1,84 @@
+"""The checks derived from vLLM 0.33.0's own guards (kb/checks/derive.py), on the real release wheel:
+how many config-time sites become a check (the issue's floor: 250), the curated checks against
+their derived twins, and `kb check`'s index in the cache (kb/checks/index.py): read instead of a
+scan, the same outcome, a damaged one built again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kb.checks.derive import derive, facts_of, run
+from kb.checks.report import outcome_json
+from kb.checks.verify import case_facts, verify_records
+from kb.jobs import check_launch, curated_records, scan_release
+from kb.model import ScanResult
+from kb.scan.source import SourceSpec
+
+pytestmark = pytest.mark.release
+SPEC = SourceSpec(vllm_version="0.33.0")
+REFERENCE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 6144,
+             "num_attention_heads": 48, "num_key_value_heads": 8, "num_hidden_layers": 4,
+             "max_position_embeddings": 8192}
+
+
+@pytest.fixture(scope="module")
+def scan_0_33() -> ScanResult:
+    return scan_release(SPEC)
+
+
+def test_at_least_250_config_time_sites_become_checks(scan_0_33: ScanResult) -> None:
+    index = derive(scan_0_33.sites, scan_0_33.config)
+    assert index.sites == sum(s.file.startswith(("vllm/config/", "vllm/engine/arg_utils.py")) for s in scan_0_33.sites)
+    assert len(index.checks) >= 250, len(index.checks)  # 257 when measured
+    launch_time = [c for c in index.checks if not any(r.kind == "unknown" for r in c.refs)]
+    assert len(launch_time) >= 65, len(launch_time)  # 69 when measured: every value they read is known at launch
+    assert all(u.reason for u in index.uncheckable)
+    # vLLM's own condition: TP must divide by DCP (vllm/config/parallel.py), over the two flags
+    tp_dcp = next(c for c in index.checks if c.file == "vllm/config/parallel.py" and c.line == 600)
+    model = scan_0_33.config
+    assert model is not None
+    assert run(tp_dcp, facts_of(model, {"tensor_parallel_size": 16, "decode_context_parallel_size": 3}, {}), "").raises
+    assert run(tp_dcp, facts_of(model, {"tensor_parallel_size": 16, "decode_context_parallel_size": 4}, {}),
+               "").raises is False
+
+
+def test_curated_checks_agree_with_their_derived_twins(scan_0_33: ScanResult) -> None:
+    records = curated_records([("", scan_0_33)], None).records
+    assert scan_0_33.config is not None
+    assert all(not problems for problems in verify_records(records, scan_0_33.config).values())
+    twins = derive([s for r in records if r.entry and r.entry.check for s in r.sites], scan_0_33.config)
+    decided = 0
+    for r in records:
+        if r.entry is None or r.entry.check is None:
+            continue
+        mine = [c for c in twins.checks if c.record_id == r.id]
+        for case in r.entry.check.cases:
+            verdicts = [run(c, case_facts(scan_0_33.config, case.inputs), r.template).raises for c in mine]
+            decided += any(v is not None for v in verdicts)
+    assert decided >= 33, decided  # 33 when measured: cases a twin decides (and agrees on: the lint above)
+
+
+def test_kb_check_reads_its_index_instead_of_scanning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(REFERENCE))
+    words = ["vllm", "serve", "m", "-tp", "16", "-dcp", "3"]
+    first = outcome_json(check_launch(SPEC, words, config, {"gpu_count": 16}))
+    import kb.jobs
+
+    def no_scan(*args: object, **kwargs: object) -> ScanResult:
+        raise AssertionError("scanned although the index is there")
+
+    monkeypatch.setattr(kb.jobs, "scan_release", no_scan)
+    assert outcome_json(check_launch(SPEC, words, config, {"gpu_count": 16})) == first
+    path = kb.jobs._index_path(SPEC, None)
+    assert path is not None and path.is_file()
+    path.write_text("{not json")  # damaged: built again, from a scan
+    monkeypatch.undo()
+    assert outcome_json(check_launch(SPEC, words, config, {"gpu_count": 16})) == first
+    assert json.loads(path.read_text())["format"] == "kb-check-index/1"
+    data = json.loads(first)
+    assert [p["id"] for p in data["predicted"]][:1] == ["8ce9b4cdaf700441"]  # vLLM's first: tp_size % dcp_size
+    assert data["predicted"][0]["validValues"] == {"--decode-context-parallel-size": [1, 2]}
