@@ -59,7 +59,8 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
     scan = scan_release(SourceSpec(vllm_version=version))
     records = curated_records([("", scan)], None).records
     cases: list[dict[str, Any]] = []
-    for name, default_config in (("launch", None), ("order", None), ("parse", "config"), ("derived", None)):
+    for name, default_config in (("launch", None), ("order", None), ("parse", "config"), ("derived", None),
+                                 ("flags", None)):
         path = DATA / f"oracle-{name}-{version}.json"
         if not path.is_file():
             continue
@@ -80,7 +81,7 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
             events.append((stop.message if stop.stage == "argparse" else stop.printed, set()))
         for e in outcome.in_order():
             if isinstance(e, ValidationFailure):
-                events.append((e.printed, {("vllm/engine/arg_utils.py", e.built_at)}))
+                events.append((e.printed, {("vllm/engine/arg_utils.py", e.made_at or e.built_at)}))
             else:
                 events.append((e.message, {(s.file, s.line) for s in e.record.sites}, e.record.template))
         real_ok = c["outcome"] == "ok"
@@ -109,6 +110,7 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
             verdict = "another error first"
         counts[verdict] += 1
         counts[f"{verdict} | {kind}"] += 1
+        counts[f"{verdict} @ {c['set']}"] += 1
         if verdict not in ("both clean", "same first error"):
             shown.append((verdict, {"set": c["set"], "argv": c["argv"], "vllm": (c["message"] or "")[:160],
                                     "kb": events[0][0][:160] if events else None}))
@@ -121,13 +123,19 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=20)
     args = ap.parse_args()
     counts, shown, per_case = verdicts(args.vllm_version)
-    total = sum(v for k, v in counts.items() if "|" not in k)
+    total = sum(v for k, v in counts.items() if "|" not in k and "@" not in k)
     print(f"vllm {args.vllm_version}: {total} real-vLLM cases, kb check {per_case * 1000:.1f} ms per case (library)")
     for verdict in ("same first error", "same first error, other words", "both clean", "predicted, not first",
                     "another error first", "missed", "false alarm"):
         print(f"  {verdict:22s} {counts[verdict]:4d}  {counts[verdict] / max(1, total):6.1%}")
     agree = counts["same first error"] + counts["same first error, other words"] + counts["both clean"]
     print(f"agreement (same first error or both clean): {agree}/{total} = {agree / max(1, total):.1%}")
+    print("by set:")
+    for name in sorted({k.split(" @ ")[1] for k in counts if " @ " in k}):
+        n = sum(v for k, v in counts.items() if k.endswith(f" @ {name}"))
+        good = sum(counts[f"{v} @ {name}"] for v in ("same first error", "same first error, other words", "both clean"))
+        print(f"  {name:8s} {good:4d}/{n:<4d} = {good / max(1, n):6.1%}  false alarms {counts[f'false alarm @ {name}']}, "
+              f"another error first {counts[f'another error first @ {name}']}, missed {counts[f'missed @ {name}']}")
     print("by what vLLM did:")
     for key, n in sorted(((k, v) for k, v in counts.items() if "|" in k), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {n:4d}  {key}")

@@ -47,11 +47,14 @@ class Context(_Fields):
 
 @dataclass(frozen=True)
 class LocalDef(_Fields):
-    """An assignment, before the raise, of a name that the guard reads."""
+    """An assignment, before the raise, of a name that the guard reads. `conditional`: it is in an
+    `if`, a loop, a `try`, a `with` or a `match` that does not enclose the raise, so the name may
+    hold an earlier value there."""
 
     name: str
     source: str
     line: int
+    conditional: bool = False
 
 
 @dataclass(frozen=True)
@@ -352,9 +355,10 @@ class Check:
     source_check: str  # auto or manual
     source_reason: Optional[str]
     line: int
+    reached_when: Optional[str] = None  # when vLLM runs the guard's function at all; raises_when implies it
 
     def to_json(self) -> dict[str, Any]:
-        return {"inputs": list(self.inputs), "raisesWhen": self.raises_when,
+        return {"inputs": list(self.inputs), "raisesWhen": self.raises_when, "reachedWhen": self.reached_when,
                 "sourceBindings": dict(sorted(self.bindings.items())), "sourceCheck": self.source_check,
                 "sourceReason": self.source_reason,
                 "cases": [{"inputs": c.inputs, "raises": c.raises} for c in self.cases]}

@@ -50,6 +50,8 @@ from vllm.platforms import current_platform
 class LoRAConfig:
     max_loras: int = 1
     """Max LoRAs in a batch."""
+    spare: int = Field(default=1, ge=1)
+    """Spare slots."""
 
     def __post_init__(self):
         if self.max_loras > 4:
@@ -72,7 +74,7 @@ ARG_UTILS_DERIVE = ARG_UTILS_DCP.replace(
             master_port=self.master_port,
             sizes=self.sizes,
         )
-        lora_config = LoRAConfig(max_loras=self.max_loras) if self.enable_lora else None
+        lora_config = LoRAConfig(max_loras=self.max_loras, spare=self.max_loras - 1) if self.enable_lora else None
         return parallel_config, lora_config
 ''').replace('''        parser.add_argument("--disable-log-stats",''', '''        lora_kwargs = get_kwargs(LoRAConfig)
         lora_group = parser.add_argument_group(title="LoRAConfig")
@@ -127,8 +129,8 @@ def test_each_guard_becomes_vllms_own_condition_over_launch_values(derive_scan: 
                                            "--distributed-executor-backend"}
     lora = by_template["at most 4 LoRAs"]
     assert {(r.kind, r.shown) for r in lora.refs} == {("flag", "--enable-lora"), ("flag", "--max-loras")}
-    reasons = {u.reason.split(":")[0] for u in index.uncheckable}
-    assert "raised inside a loop or a `match`" in reasons
+    loop = by_template["a negative size"]  # raised in `for size in self.sizes`: any of its items
+    assert loop.expr.startswith("any(") and [r.shown for r in loop.refs] == ["--sizes"]
     assert any("nothing in its file calls it" in u.reason for u in index.uncheckable)  # verify_with_parallel_config
     assert DerivedIndex.from_json(json.loads(json.dumps(index.to_json()))) == index
 
@@ -142,6 +144,22 @@ def test_kb_check_predicts_what_the_derived_conditions_raise(derive_scan: ScanRe
     assert "at most 4 LoRAs" not in first_ids(derive_scan, "--enable-lora", "--max-loras", "4")
     assert "privileged port on CUDA" in first_ids(derive_scan, "--master-port", "80")  # the platform: CUDA
     assert "privileged port on CUDA" not in first_ids(derive_scan, "--master-port", "8000")
+    assert "a negative size" in first_ids(derive_scan, "--sizes", "1", "-2")
+    assert "a negative size" not in first_ids(derive_scan, "--sizes", "1", "2")
+
+
+def test_the_constraints_of_what_create_engine_config_passes(derive_scan: ScanResult) -> None:
+    records = build_records(derive_scan)
+
+    def failures(*argv: str) -> list[str]:
+        out = check_one(records, derive_scan.config, ["vllm", "serve", "m", *argv], None, None, with_valid=False)
+        return [v.printed for v in out.validation]
+
+    assert failures("--enable-lora", "--max-loras", "1") == [  # spare=self.max_loras - 1 is 0
+        "1 validation error for LoRAConfig\nspare\n  Input should be greater than or equal to 1 "
+        "[type=greater_than_equal, input_value=0, input_type=int]"]
+    assert failures("--max-loras", "1") == []  # LoRAConfig is not built
+    assert failures("--enable-lora", "--max-loras", "2") == []
 
 
 def test_the_message_is_filled_with_the_launchs_values(derive_scan: ScanResult) -> None:
@@ -177,6 +195,10 @@ def test_the_derived_evaluator_stays_within_its_whitelist() -> None:
     assert evaluate("not isinstance(x, (int, float)) and x.startswith('a')", {"x": 1}, derived=True) is False
     assert evaluate("x.lower().startswith('fp8')", {"x": "FP8_E4M3"}, derived=True) is True
     assert evaluate("d.get('k', 3) + len(set(xs))", {"d": {}, "xs": [1, 1, 2]}, derived=True) == 5
+    assert evaluate("any(a >= b for a, b in pairs) or [x[1:] for x in xs if x]", {"pairs": [[1, 2]], "xs": ["", "ab"]},
+                    derived=True) == ["b"]
+    with pytest.raises(ExprError):  # a comprehension is bounded like any other value
+        evaluate("[a for a in xs for b in xs for c in xs]", {"xs": list(range(200))}, derived=True)
     for bad in ("x.__class__", "x.format(1)", "isinstance(x, object)", "open('f')", "x.split() * 10**9"):
         with pytest.raises(ExprError):
             evaluate(bad, {"x": "a b"}, derived=True)

@@ -108,6 +108,28 @@ class Derived:
 
 
 @dataclass(frozen=True)
+class Passed:
+    """What create_engine_config passes for a field with pydantic constraints (`data_parallel_rank=
+    self.data_parallel_rank or 0`), over launch values; `when`: the condition the config is built
+    under ("" always)."""
+
+    config_class: str
+    field: str
+    expr: str
+    when: str
+    refs: tuple[Ref, ...]
+    constraints: tuple[tuple[str, Any], ...]
+
+    def to_json(self) -> list[Any]:
+        return [self.config_class, self.field, self.expr, self.when, [r.to_json() for r in self.refs],
+                [list(c) for c in self.constraints]]
+
+    @staticmethod
+    def from_json(d: list[Any]) -> Passed:
+        return Passed(d[0], d[1], d[2], d[3], tuple(Ref(*r) for r in d[4]), tuple((c[0], c[1]) for c in d[5]))
+
+
+@dataclass(frozen=True)
 class Uncheckable:
     record_id: str
     file: str
@@ -121,6 +143,7 @@ class DerivedIndex:
 
     checks: tuple[Derived, ...]
     uncheckable: tuple[Uncheckable, ...]
+    passed: tuple[Passed, ...] = ()
 
     @property
     def sites(self) -> int:
@@ -128,14 +151,16 @@ class DerivedIndex:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": DERIVED_FORMAT, "checks": [c.to_json() for c in self.checks],
-                "uncheckable": [[u.record_id, u.file, u.line, u.reason] for u in self.uncheckable]}
+                "uncheckable": [[u.record_id, u.file, u.line, u.reason] for u in self.uncheckable],
+                "passed": [p.to_json() for p in self.passed]}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> DerivedIndex:
         if d.get("format") != DERIVED_FORMAT:
             raise ValueError(f"not {DERIVED_FORMAT}")
         return DerivedIndex(tuple(Derived.from_json(c) for c in d["checks"]),
-                            tuple(Uncheckable(*u) for u in d["uncheckable"]))
+                            tuple(Uncheckable(*u) for u in d["uncheckable"]),
+                            tuple(Passed.from_json(p) for p in d["passed"]))
 
 
 class _Fail(Exception):
@@ -164,6 +189,8 @@ class _Compiler:
         self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
         self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
         self.filling: set[str] = set()  # flags whose change condition is being compiled
+        self.bound: frozenset[str] = frozenset()  # names a loop or comprehension of the guard binds
+        self.conditional: dict[int, frozenset[str]] = {}  # id of a scope -> its locals assigned conditionally
         # a config that a JSON-valued flag parses into: built from that flag's value
         self.parsed_into: dict[str, Flag] = {}
         for f in sorted(model.flags, key=lambda f: f.name):
@@ -174,6 +201,7 @@ class _Compiler:
     # --- a site ------------------------------------------------------------------------------
     def site(self, site: RaiseSite) -> Derived | Uncheckable:
         self.refs = {}
+        self.bound = frozenset()
         self.parsed_by: Optional[tuple[Flag, str]] = None
         qual = site.fact.qualname.split(".")
         self.here = (qual[-2] if len(qual) > 1 else "", qual[-1], site.line)
@@ -181,9 +209,16 @@ class _Compiler:
             if not site.fact.guard_terms:
                 raise _Fail("no condition: raised whenever its function runs, which kb does not follow")
             scope = scope_of(site)
+            self.conditional = {id(scope): frozenset(d.name for d in site.fact.locals if d.conditional)}
             terms = self.when_built(site, scope)
-            terms += [self.term(t, scope, 0) for t in site.fact.exits if t != REACH_UNKNOWN]
-            terms += [self.term(t, scope, 0) for t in site.fact.guard_terms]
+            inside = self.loops(site, scope)
+            body = [self.term(t, scope, 0) for t in site.fact.exits if t != REACH_UNKNOWN]
+            body += [self.term(t, scope, 0) for t in site.fact.guard_terms]
+            self.bound = frozenset()
+            if inside:  # raised in a loop: vLLM's condition for any of its items
+                terms.append(ast.Call(ast.Name("any", ast.Load()), [ast.GeneratorExp(_all(body), inside)], []))
+            else:
+                terms += body
             node: ast.expr = ast.BoolOp(ast.And(), terms) if len(terms) > 1 else terms[0]
             node = ast.fix_missing_locations(node)
             check_whitelist(node, derived=True)
@@ -206,12 +241,31 @@ class _Compiler:
         field_name = scope.validated.get("value", "") if site.fact.validation == "field_validator" else ""
         return Derived(site.id, site.file, site.line, expr, refs, message, flag.dest, cls, field_name)
 
+    def loops(self, site: RaiseSite, scope: Scope) -> list[ast.comprehension]:
+        """The `for` loops the raise is in, outermost first, as the generators of a comprehension
+        (their collections compiled, their names then bound: self.bound)."""
+        out: list[ast.comprehension] = []
+        for c in site.fact.contexts:
+            if c.kind != "for":
+                continue
+            try:
+                loop = ast.parse(c.source.rstrip(":") + ":\n    pass").body[0] if len(c.source) <= 2000 else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                loop = None
+            if not isinstance(loop, ast.For) or not all(isinstance(t, (ast.Name, ast.Tuple, ast.Store))
+                                                        for t in ast.walk(loop.target)):
+                raise _Fail(f"raised inside the loop `{c.source[:60]}`, which kb does not read")
+            collection = self.term(ast.unparse(loop.iter), scope, 0)
+            self.bound = self.bound | {t.id for t in ast.walk(loop.target) if isinstance(t, ast.Name)}
+            out.append(ast.comprehension(loop.target, collection, [], 0))
+        return out
+
     def when_built(self, site: RaiseSite, scope: Scope) -> list[ast.expr]:
         """The condition its function runs under, as far as kb reads it: a config's validators and
         `__post_init__` run when create_engine_config builds it; another function runs where its
         callers in the same file call it (their conditions, and theirs in turn)."""
         if any(c.kind in _LOOPS for c in site.fact.contexts):
-            raise _Fail("raised inside a loop or a `match`: kb does not evaluate a guard per item")
+            raise _Fail("raised inside a `while` loop, a loop's `else` or a `match`: kb does not follow it")
         return self.runs_when(site.fact.qualname, site.fact.validation, site.file, site.fact.callers, scope, 0)
 
     def runs_when(self, qualname: str, validation: Optional[str], file: str, callers: Sequence[Caller],
@@ -234,7 +288,7 @@ class _Compiler:
             if REACH_UNKNOWN in c.guard:
                 raise _Fail(f"{qualname} is called by {c.qualname} (line {c.line}) in a loop, a `try`, a `with` "
                             "or a `match`")
-            inner = scope.of_caller(c)
+            inner = self.caller_scope(scope, c)
             conditions = [self.term(g, inner, depth + 1) for g in c.guard]
             conditions = self.runs_when(c.qualname, None, file, c.callers, inner, depth + 1) + conditions
             alternatives.append(_all(conditions))
@@ -279,6 +333,10 @@ class _Compiler:
             def visit(self, n: ast.AST) -> Any:
                 if isinstance(n, ast.NamedExpr):
                     return self.visit(n.value)
+                if isinstance(n, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+                    return compiler.comprehension(n, self)
+                if isinstance(n, ast.Name) and n.id in compiler.bound:
+                    return n  # a loop's own name
                 if isinstance(n, (ast.Attribute, ast.Name, ast.Call)):
                     done = compiler.reference(n, scope, depth, engine)
                     if done is not None:
@@ -292,9 +350,56 @@ class _Compiler:
         assert isinstance(out, ast.expr)
         return out
 
+    def caller_scope(self, scope: Scope, c: Caller) -> Scope:
+        inner = scope.of_caller(c)
+        self.conditional[id(inner)] = frozenset(d.name for d in c.locals if d.conditional)
+        return inner
+
+    def passed(self) -> tuple[Passed, ...]:
+        """The arguments create_engine_config passes for fields with pydantic constraints, compiled."""
+        limits = {(j.config_class, j.name): j.constraints for j in self.model.json_fields if j.constraints}
+        out: list[Passed] = []
+        for b in self.model.builds:
+            if b.when == "?":
+                continue
+            for name, source in b.args:
+                if (b.config_class, name) not in limits:
+                    continue
+                self.refs, self.bound, self.here = {}, frozenset(), ("EngineArgs", "create_engine_config", b.line)
+                self.conditional = {}
+                try:
+                    value = ast.fix_missing_locations(self.term(source, _ENGINE_SCOPE, 0, engine=True))
+                    when = ast.fix_missing_locations(self.term(b.when, _ENGINE_SCOPE, 0, engine=True)) if b.when else None
+                    for node in (value, when):
+                        if node is not None:
+                            check_whitelist(node, derived=True)
+                except (_Fail, ExprError, RecursionError, ValueError):
+                    continue
+                refs = tuple(sorted(self.refs.values(), key=lambda r: int(r.name[2:])))
+                out.append(Passed(b.config_class, name, ast.unparse(value), ast.unparse(when) if when is not None else "",
+                                  refs, limits[(b.config_class, name)]))
+        return tuple(out)
+
+    def comprehension(self, n: ast.GeneratorExp | ast.ListComp | ast.SetComp, visitor: ast.NodeTransformer) -> ast.expr:
+        """`f(x) for x in xs if g(x)`: each loop's collection read in the scope around it, its own
+        names kept (self.bound) in what follows."""
+        saved = self.bound
+        try:
+            for gen in n.generators:
+                gen.iter = visitor.visit(gen.iter)
+                self.bound = self.bound | {t.id for t in ast.walk(gen.target) if isinstance(t, ast.Name)}
+                gen.ifs = [visitor.visit(c) for c in gen.ifs]
+            n.elt = visitor.visit(n.elt)
+        finally:
+            self.bound = saved
+        return n
+
     def reference(self, n: ast.expr, scope: Scope, depth: int, engine: bool) -> Optional[ast.expr]:
         """The node rewritten when it is a chain kb gives a value to (an unknown input when it
         cannot); None to look inside it."""
+        parts = _chain(n)
+        if parts is not None and parts[0] in self.bound:
+            return None if isinstance(n, ast.Call) else _bound_chain(n)  # `item.x` of a loop's item
         saved = dict(self.refs)
         try:
             return self._reference(n, scope, depth, engine)
@@ -316,6 +421,9 @@ class _Compiler:
         if engine and head != "self" and not (len(parts) == 1 and head in scope.locals):
             raise _Unknown(f"{'.'.join(parts)[:80]}: a local of create_engine_config, not followed")
         if head in scope.locals and not (len(parts) > 1 and head.endswith("_config")):
+            if head in self.conditional.get(id(scope), frozenset()):
+                raise _Unknown(f"{head}: assigned in a block that does not enclose the raise, so it may hold "
+                               "an earlier value")
             source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", scope.locals[head])
             inner = scope
             if re.search(rf"\b{re.escape(head)}\b", source):  # `x = x or 1`: the earlier x
@@ -329,7 +437,7 @@ class _Compiler:
             arg = next((a for a in c.args if a.param == head), None)
             if arg is None:
                 raise _Unknown(f"the parameter {head}: passed through *args or **kwargs")
-            caller = scope.of_caller(c)
+            caller = self.caller_scope(scope, c)
             return self.tail(self.term(arg.source, caller, depth + 1, engine), parts[1:], n, caller, depth, engine)
         text = ast.unparse(n) if isinstance(n, ast.Call) else ".".join(parts)
         found = self.reader.resolver.resolve(parts, text, scope, depth)
@@ -544,7 +652,12 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_LOOPS = frozenset({"for", "while", "for-else", "while-else", "case"})
+_LOOPS = frozenset({"while", "for-else", "while-else", "case"})
+
+
+def _bound_chain(n: ast.expr) -> Optional[ast.expr]:
+    """`item.x` of a loop's item: not evaluated (attributes are not read); `item` itself stays."""
+    return n if isinstance(n, ast.Name) else None
 
 
 def _all(conditions: list[ast.expr]) -> ast.expr:
@@ -569,7 +682,7 @@ def derive(sites: Sequence[RaiseSite], model: Optional[ConfigModel]) -> DerivedI
             continue
         out = compiler.site(s)
         (checks if isinstance(out, Derived) else uncheckable).append(out)  # type: ignore[arg-type]
-    return DerivedIndex(tuple(checks), tuple(uncheckable))
+    return DerivedIndex(tuple(checks), tuple(uncheckable), compiler.passed())
 
 
 # --- running them -------------------------------------------------------------------------------
@@ -648,6 +761,18 @@ def run(check: Derived, facts: Facts, template: str) -> Verdict:
     except ExprError as e:
         return Verdict(check, None, (), "", e.message)
     return Verdict(check, raises, (), fill(check, template, values) if raises else "")
+
+
+def passed_value(p: Passed, facts: Facts) -> Any:
+    """The value create_engine_config passes, or _MISSING when the launch does not say it (or the
+    config is not built)."""
+    values = {r.name: v for r in p.refs if (v := value_of(r, facts)) is not _MISSING}
+    try:
+        if p.when and not evaluate(p.when, values, derived=True):
+            return _MISSING
+        return evaluate(p.expr, values, derived=True)
+    except ExprError:
+        return _MISSING
 
 
 def fill(check: Derived, template: str, values: Mapping[str, Any]) -> str:

@@ -14,7 +14,8 @@ import math
 import operator
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -141,10 +142,16 @@ def check_whitelist(node: ast.AST, derived: bool = False) -> None:
             if isinstance(n.value, float) and not math.isfinite(n.value):
                 raise ExprError(f"not a finite number: {_short(ast.unparse(n))}")
             _bounded(n.value)
-        elif not isinstance(n, _ALLOWED):
+        elif derived and isinstance(n, _COMPREHENSIONS):
+            for gen in n.generators:
+                if gen.is_async or not all(isinstance(t, (ast.Name, ast.Tuple, ast.Store)) for t in ast.walk(gen.target)):
+                    raise ExprError(f"only plain loop names are allowed: {_short(ast.unparse(n))}")
+        elif not isinstance(n, _ALLOWED) and not (derived and isinstance(n, _DERIVED_ONLY)):
             raise ExprError(f"{type(n).__name__} is not allowed: {ast.unparse(n) if isinstance(n, ast.expr) else ''}")
 
 
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp)
+_DERIVED_ONLY = (ast.comprehension, ast.Store, ast.Slice)  # parts of a comprehension, `x[1:]`
 _ALLOWED = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.Compare, ast.IfExp,
             ast.List, ast.Tuple, ast.Set, ast.Load, ast.Subscript, ast.Expression, ast.Name, ast.Constant, ast.Call,
             ast.BinOp, *(_CMPOPS.keys()), *(_BINOPS.keys()))
@@ -213,7 +220,14 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.Set):
         return _computed({_eval(e, env) for e in n.elts}, n)
     if isinstance(n, ast.Subscript):
-        return _eval(n.value, env)[_eval(n.slice, env)]
+        container = _eval(n.value, env)
+        if isinstance(n.slice, ast.Slice):  # only in a derived check
+            parts = [None if p is None else _eval(p, env) for p in (n.slice.lower, n.slice.upper, n.slice.step)]
+            return _computed(container[slice(*parts)], n)
+        return container[_eval(n.slice, env)]
+    if isinstance(n, _COMPREHENSIONS):  # only in a derived check: its items, made one by one and counted
+        items = list(_comprehension(n.elt, n.generators, env))
+        return _computed(set(items) if isinstance(n, ast.SetComp) else items, n)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
         args = [_eval(a, env) for a in n.args]
         if n.func.id == "str":
@@ -235,6 +249,39 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         result = getattr(receiver, n.func.attr)(*args)
         return _computed(list(result) if n.func.attr in ("keys", "values", "items") else result, n)
     raise ExprError(f"{type(n).__name__} is not allowed")
+
+
+_PER_ITEM = 20  # units of MAX_WORK one item of a comprehension costs: at most 250,000 items made
+
+
+def _comprehension(elt: ast.expr, generators: list[ast.comprehension], env: Mapping[str, Any]) -> Iterator[Any]:
+    """The items of `elt for ... in ... if ...`, each loop's names bound over the env."""
+    if not generators:
+        yield _eval(elt, env)
+        return
+    gen, rest = generators[0], generators[1:]
+    iterable = _eval(gen.iter, env)
+    if not isinstance(iterable, (list, tuple, set, frozenset, str, dict)):
+        raise ExprError(f"cannot loop over {type(iterable).__name__} in {_short(ast.unparse(gen.iter))!r}")
+    for item in sorted(iterable, key=repr) if isinstance(iterable, (set, frozenset)) else iterable:
+        _spent(_PER_ITEM)
+        inner = ChainMap(_bind(gen.target, item), dict(env)) if not isinstance(env, ChainMap) else env.new_child(
+            _bind(gen.target, item))
+        if all(_eval(cond, inner) for cond in gen.ifs):
+            yield from _comprehension(elt, rest, inner)
+
+
+def _bind(target: ast.expr, value: Any) -> dict[str, Any]:
+    if isinstance(target, ast.Name):
+        return {target.id: value}
+    assert isinstance(target, ast.Tuple)
+    items = list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or len(items) != len(target.elts):
+        raise ExprError(f"cannot unpack {type(value).__name__} into {len(target.elts)} names")
+    out: dict[str, Any] = {}
+    for t, v in zip(target.elts, items):
+        out.update(_bind(t, v))
+    return out
 
 
 def _plain_types(t: Any) -> bool:

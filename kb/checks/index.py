@@ -83,7 +83,7 @@ def _record(r: Record) -> dict[str, Any]:
         "check": None if e.check is None else {
             "inputs": list(e.check.inputs), "raisesWhen": e.check.raises_when, "bindings": e.check.bindings,
             "cases": [[c.inputs, c.raises, c.line] for c in e.check.cases], "sourceCheck": e.check.source_check,
-            "sourceReason": e.check.source_reason, "line": e.check.line}}
+            "sourceReason": e.check.source_reason, "line": e.check.line, "reachedWhen": e.check.reached_when}}
     return {"id": r.id, "slug": r.slug, "title": r.title, "template": r.template, "class": r.exception_class,
             "subsystem": r.subsystem, "checked": r.checked, "entry": entry,
             "sites": [[s.id, s.file, s.fact.to_json(), s.exception_class] for s in r.sites]}
@@ -97,7 +97,7 @@ def _record_of(d: dict[str, Any]) -> Record:
         check = None if c is None else Check(
             tuple(c["inputs"]), c["raisesWhen"], dict(c["bindings"]),
             tuple(Case(dict(x[0]), bool(x[1]), int(x[2])) for x in c["cases"]), c["sourceCheck"], c["sourceReason"],
-            int(c["line"]))
+            int(c["line"]), c["reachedWhen"])
         entry = Entry(e["id"], e["path"], e["meaning"], solutions=tuple(e["solutions"]), check=check)
     sites = tuple(RaiseSite(s[0], s[1], RaiseFact.from_json(s[2]), s[3], Excerpt(int(s[2][0]), ())) for s in d["sites"])
     return Record(d["id"], d["slug"], d["title"], d["template"], d["class"], sites, d["subsystem"], (), entry,

@@ -11,10 +11,10 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
-from kb.checks.derive import Derived, DerivedIndex, Facts, Verdict, derive, facts_of, run
+from kb.checks.derive import _MISSING, Derived, DerivedIndex, Facts, Verdict, derive, facts_of, passed_value, run
 from kb.checks.jsonfields import refusal
 from kb.checks.launch import ConfigFile, parse_launch, serve_words
-from kb.checks.order import pydantic_report, validation_failures
+from kb.checks.order import FieldError, constraint_error, position, pydantic_report, validation_failures
 from kb.checks.predict import Outcome, Prediction, Skipped, predict
 from kb.checks.valid import derived_valid_values, valid_values
 from kb.config.model import ConfigModel
@@ -39,11 +39,14 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
     parsed = parse_command(flags, serve_words(argv))
     if parsed.error is not None:
         return replace(outcome, parse_error=parsed.error, build_order=flags.build_order)
-    failures = tuple(validation_failures(flags, parsed.values, parsed.given))
     index = derived if derived is not None else derived_index(records, flags)
     facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {})
-    outcome = with_derived(records, outcome, index, facts)
-    outcome = parse_time(outcome, index, flags, parsed.values, parsed.given)
+    passed, undecided = passed_errors(index, facts)
+    failures = tuple(validation_failures(flags, parsed.values, parsed.given, passed))
+    outcome = with_derived(records, outcome, index, facts, undecided)
+    outcome = parse_time(replace(outcome, validation=failures, build_order=flags.build_order), index, flags,
+                         parsed.values, parsed.given)
+    outcome = before_undecided(outcome, undecided)
     if with_valid:
         outcome = with_valid_values(records, outcome)
         templates = {r.id: r.template for r in records}
@@ -52,13 +55,15 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
             if not valid.get(p.record.id):
                 valid[p.record.id] = derived_valid_values(flags, index, facts, p.record.id, templates)
         outcome = replace(outcome, valid=valid)
-    return replace(outcome, validation=failures, build_order=flags.build_order)
+    return outcome
 
 
-def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts) -> Outcome:
+def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts,
+                 undecided: Optional[Mapping[str, tuple[str, ...]]] = None) -> Outcome:
     """The derived checks' predictions added to the curated ones: a record with a curated check
     keeps it (it refines its derived twin); unknown ones are listed with what they need. A raise
-    is predicted only when no check before it in the same function is unknown: vLLM may stop there."""
+    is predicted only when no check before it in the same function is unknown, nor a field
+    constraint of its config (`undecided`: config -> the fields): vLLM may stop there."""
     by_id: Mapping[str, Record] = {r.id: r for r in records}
     curated = {r.id for r in records if r.entry is not None and r.entry.check is not None}
     seen = {p.record.id for p in outcome.predicted}
@@ -81,11 +86,16 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
                 open_.setdefault((site.file, site.fact.qualname), []).append((site.line, s.missing))
     predicted = list(outcome.predicted)
     unknown: dict[str, tuple[str, ...]] = {}
+    gates = {r.id: (r, verdict.missing) for check, r, verdict in ran
+             if verdict.raises is None and verdict.missing and reads_given(check, facts)}
     for check, r, verdict in ran:
         if r.id in seen:
             continue
         if verdict.raises:
             before = [m for line, m in open_.get((check.file, _function(r, check.line)), []) if line < check.line]
+            owner = _function(r, check.line).split(".")[0]
+            if undecided and owner in undecided:
+                before.append(undecided[owner])
             if before:
                 unknown.setdefault(r.id, tuple(dict.fromkeys(x for m in before for x in m)))
                 continue
@@ -96,7 +106,46 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
             unknown.setdefault(r.id, verdict.missing)
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
     return replace(outcome, predicted=tuple(predicted),
-                   unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen))
+                   unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen),
+                   undecided=tuple(Skipped(r, m) for i, (r, m) in sorted(gates.items()) if i not in seen))
+
+
+def before_undecided(outcome: Outcome, fields: Optional[Mapping[str, tuple[str, ...]]] = None) -> Outcome:
+    """Only what vLLM meets before the first config with a pydantic constraint on a value kb cannot
+    tell while the given flag breaks it (`fields`: config -> its fields): vLLM may stop there. What
+    comes after is listed as unknown, needing those values."""
+    order = dict(outcome.build_order)
+    stops = [((order[c], 0, "", 0), (*names, f"(vLLM may stop first building {c})"))
+             for c, names in (fields or {}).items() if c in order]
+    if not stops:
+        return outcome
+    limit, need = min(stops, key=lambda s: s[0])
+    kept = tuple(p for p in outcome.predicted if position(p.record, order) < limit)
+    late = tuple(Skipped(p.record, need) for p in outcome.predicted if position(p.record, order) >= limit)
+    validation = tuple(v for v in outcome.validation if (v.built_at, 0, "", 0) < limit)
+    return replace(outcome, predicted=kept, validation=validation, unknown=(*outcome.unknown, *late))
+
+
+def passed_errors(index: DerivedIndex, facts: Facts) -> tuple[dict[str, list[FieldError]], dict[str, tuple[str, ...]]]:
+    """Config -> pydantic's constraint errors of what create_engine_config passes, for the values
+    that read a flag the command gives (`--data-parallel-rank -1` passed as `data_parallel_rank`);
+    and config -> the fields whose passed value kb cannot tell while the given value breaks the
+    constraint (vLLM may change it first, or stop there)."""
+    out: dict[str, list[FieldError]] = {}
+    undecided: dict[str, tuple[str, ...]] = {}
+    for p in index.passed:
+        flags = [r for r in p.refs if r.kind in ("flag", "flag-given") and r.key in facts.flags]
+        if not flags:
+            continue
+        value = passed_value(p, facts)
+        if value is _MISSING:  # vLLM may change it first: undecided when the given value itself breaks it
+            if any(constraint_error(p.field, r.shown, facts.flags[r.key], p.constraints) for r in flags):
+                undecided[p.config_class] = (*undecided.get(p.config_class, ()), f"{p.config_class}.{p.field}")
+            continue
+        error = constraint_error(p.field, flags[0].shown, value, p.constraints)
+        if error is not None:
+            out.setdefault(p.config_class, []).append(error)
+    return out, undecided
 
 
 def reads_given(check: Derived, facts: Facts) -> bool:

@@ -100,6 +100,7 @@ class ValidationFailure:
     config_class: str
     errors: tuple[FieldError, ...]
     built_at: int  # the line of create_engine_config that builds it
+    made_at: int = 0  # the line of the `XConfig(...)` call pydantic raises at (in a create_x_config method)
 
     @property
     def printed(self) -> str:
@@ -128,23 +129,35 @@ def _shown(c: Any) -> str:
     return str(int(c)) if isinstance(c, float) and c.is_integer() else str(c)
 
 
-def validation_failures(model: ConfigModel, values: Mapping[str, Any], given: Sequence[str]) -> list[ValidationFailure]:
-    """The configs whose pydantic constraints the given flags break, in the order they are built."""
+def validation_failures(model: ConfigModel, values: Mapping[str, Any], given: Sequence[str],
+                        passed: Optional[Mapping[str, Sequence[FieldError]]] = None) -> list[ValidationFailure]:
+    """The configs whose pydantic constraints the given flags break, in the order they are built;
+    `passed`: more errors per config, of the values create_engine_config passes (kb/checks/derive.py).
+    Each config's errors in its field order, as pydantic reports them."""
     order = dict(model.build_order)
-    by_class: dict[str, list[FieldError]] = {}
+    by_class: dict[str, list[FieldError]] = {c: list(errs) for c, errs in (passed or {}).items() if c in order}
     for f in sorted(model.flags, key=lambda f: (f.file, f.line)):
         if f.dest not in given or not f.constraints or f.config_class not in order or f.config_field is None:
             continue
-        value = values.get(f.dest)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        limits = dict(f.constraints)
-        for key, kind, msg, ok in _CHECKS:
-            limit = limits.get(key)
-            if isinstance(limit, (int, float)) and not isinstance(limit, bool) and not ok(value, limit):
-                by_class.setdefault(f.config_class, []).append(
-                    FieldError(f.config_field, f.name, kind, msg.format(_shown(limit)), value))
-                break
-    return sorted((ValidationFailure(c, tuple(errs), order[c]) for c, errs in by_class.items()),
+        error = constraint_error(f.config_field, f.name, values.get(f.dest), f.constraints)
+        errs = by_class.setdefault(f.config_class, [])
+        if error is not None and all(e.field != error.field for e in errs):
+            errs.append(error)
+    fields = {(j.config_class, j.name): n for n, j in enumerate(model.json_fields)}
+    made = {b.config_class: b.made_at for b in model.builds}
+    return sorted((ValidationFailure(c, tuple(sorted(errs, key=lambda e: fields.get((c, e.field), len(fields)))),
+                                     order[c], made.get(c, 0)) for c, errs in by_class.items() if errs),
                   key=lambda v: v.built_at)
+
+
+def constraint_error(field: str, flag: str, value: Any, constraints: Sequence[tuple[str, Any]]) -> Optional[FieldError]:
+    """pydantic's error for a number that breaks one of a field's constraints, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    limits = dict(constraints)
+    for key, kind, msg, ok in _CHECKS:
+        limit = limits.get(key)
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and not ok(value, limit):
+            return FieldError(field, flag, kind, msg.format(_shown(limit)), value)
+    return None
 

@@ -40,7 +40,8 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
              "source": "curated" if p.record.entry is not None and p.record.entry.check is not None else "derived"}
             for p in predicted],
         "validationErrors": [
-            {"class": v.config_class, "builtAt": f"vllm/engine/arg_utils.py:{v.built_at}", "message": v.printed,
+            {"class": v.config_class, "builtAt": f"vllm/engine/arg_utils.py:{v.built_at}",
+             "raisedAt": f"vllm/engine/arg_utils.py:{v.made_at or v.built_at}", "message": v.printed,
              "order": rank[id(v)],
              "errors": [{"field": f.field, "flag": f.flag, "type": f.kind, "msg": f.msg, "value": f.value}
                         for f in v.errors]}
@@ -82,7 +83,8 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
         mark = "" if n == 1 else "  (vLLM raises this one first)" if i == 0 and stop is None else \
             "  (after you fix the first)"
         if isinstance(e, ValidationFailure):
-            lines += ["", f"  ValidationError  building {e.config_class} (vllm/engine/arg_utils.py:{e.built_at}){mark}"]
+            lines += ["", f"  ValidationError  building {e.config_class} (vllm/engine/arg_utils.py:"
+                          f"{e.made_at or e.built_at}){mark}"]
             lines += [f"    {line}" for line in e.printed.splitlines()]
             continue
         r = e.record

@@ -133,6 +133,17 @@ def verify_check(r: Record) -> list[Located]:
         if got != case.raises:
             problems.append(Located(e.path, case.line, f"case says raises: {str(case.raises).lower()}, "
                                                         f"but raises_when gives {str(got).lower()}"))
+        if check.reached_when is not None:
+            try:
+                reached = bool(evaluate(check.reached_when, values))
+            except ExprError as err:
+                problems.append(Located(e.path, case.line, f"reached_when fails on this case: {err.message}"))
+                continue
+            if got and not reached:
+                problems.append(Located(e.path, case.line, "raises_when is true where reached_when is false: "
+                                                            "vLLM does not run the guard there"))
+            if not reached:
+                continue  # vLLM does not run the guard's function: nothing to compare with it
         if guard is not None:
             try:
                 by_source = bool(evaluate(guard, values))

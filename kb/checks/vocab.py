@@ -25,7 +25,7 @@ class Input:
     flags: tuple[str, ...] = ()  # long option first, then aliases
     paths: tuple[str, ...] = ()  # config.json key paths, first present wins
     default: Any = UNKNOWN
-    type: str = "str"  # int, float, str, bool, size
+    type: str = "str"  # int, float, str, bool, size; present: a config.json input true when any of its keys is there
     json_key: Optional[tuple[str, str]] = None  # (flag, key): also read from a JSON flag, e.g. --speculative-config
     fallback: Optional[str] = None  # another input whose value stands in when this one is absent
     minimum: Optional[float] = None  # the smallest value that means anything (a count of GPUs, of heads)
@@ -102,6 +102,10 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
     _config("quant_method", "the checkpoint's quantization method; None when not quantized",
             "quantization_config.quant_method", "compression_config.quant_method",
             "text_config.quantization_config.quant_method", default=None, type="str"),
+    _config("is_multimodal", "a multimodal model (vLLM builds MultiModalConfig); kb reads it from a vision or audio "
+            "part of config.json, where vLLM asks its model registry", "vision_config", "audio_config", "speech_config",
+            "vision_tower", "mm_vision_tower", "visual", "image_token_index", "image_token_id", default=False,
+            type="present"),
     _config("group_size", "quantization group size", "quantization_config.group_size",
             "quantization_config.q_group_size", "quantization_config.global_quant_config.weight.group_size",
             default=None),
@@ -116,7 +120,8 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
 def parse_value(inp: Input, text: str) -> Any:
     """A flag's text as the type vLLM parses it to, checked as `checked_value` does; ValueError
     says what is wrong."""
-    parsers: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _bool, "size": _size}
+    parsers: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _bool, "size": _size,
+                                                "present": _bool}
     try:
         value = parsers[inp.type](text)
     except (ValueError, OverflowError):
@@ -124,7 +129,8 @@ def parse_value(inp: Input, text: str) -> Any:
     return checked_value(inp, value)
 
 
-_TYPE_NAMES = {"int": "an integer", "size": "an integer", "float": "a number", "str": "a string", "bool": "a boolean"}
+_TYPE_NAMES = {"int": "an integer", "size": "an integer", "float": "a number", "str": "a string", "bool": "a boolean",
+               "present": "a boolean"}
 
 
 def checked_value(inp: Input, value: Any) -> Any:
@@ -137,7 +143,7 @@ def checked_value(inp: Input, value: Any) -> Any:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif inp.type == "float":
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    elif inp.type == "bool":
+    elif inp.type in ("bool", "present"):
         ok = isinstance(value, bool)
     else:
         ok = isinstance(value, str)
@@ -202,7 +208,11 @@ def flag_index() -> dict[str, Input]:
 
 def config_value(inp: Input, config: dict[str, Any]) -> tuple[str, Any]:
     """The first of the input's key paths present (and not null) in config.json, and its value;
-    UNKNOWN when none is."""
+    UNKNOWN when none is. For a `present` input, whether any is (True or False, never UNKNOWN)."""
+    if inp.type == "present":
+        found = next((p for p in inp.paths if config_value(Input(p, "config", "", paths=(p,)), config)[1] is not UNKNOWN),
+                     "")
+        return found or inp.paths[0], bool(found)
     for path in inp.paths:
         node: Any = config
         for part in path.split("."):

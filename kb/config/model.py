@@ -181,13 +181,14 @@ class Build:
     when: str
     args: tuple[tuple[str, str], ...]  # (field, source) in the call's order
     spread: bool = False  # the call also passes `**kwargs`: fields not listed may be set too
+    made_at: int = 0  # the line of the `XConfig(...)` call itself (in a create_x_config method), else `line`
 
     def to_json(self) -> list[Any]:
-        return [self.config_class, self.line, self.when, [list(a) for a in self.args], self.spread]
+        return [self.config_class, self.line, self.when, [list(a) for a in self.args], self.spread, self.made_at]
 
     @staticmethod
     def from_json(d: list[Any]) -> Build:
-        return Build(d[0], d[1], d[2], tuple((a[0], a[1]) for a in d[3]), d[4])
+        return Build(d[0], d[1], d[2], tuple((a[0], a[1]) for a in d[3]), d[4], d[5])
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def builds(reader: Reader) -> tuple[Build, ...]:
             f"({c})" if len(conditions) > 1 else c for c in conditions)
         args = tuple((k.arg, ast.unparse(k.value)) for k in inner.keywords if k.arg is not None)
         spread = bool(inner.args) or any(k.arg is None for k in inner.keywords)
-        out[name] = Build(name, call.lineno, when_text, args, spread)
+        out[name] = Build(name, call.lineno, when_text, args, spread, inner.lineno)
     return tuple(out.values())
 
 

@@ -238,13 +238,15 @@ def _check_problems(check: dict[str, Any], at: Any, shown: str) -> list[Located]
     for i, name in enumerate(declared):
         if name not in INPUTS:
             out.append(Located(shown, at(f"check.inputs.{i}"), f"unknown input {name!r}: not in the vocabulary (kb/vocab.py)"))
-    try:
-        used = names_of(parse(check["raises_when"]))
-        for name in used:
-            if name not in declared:
-                out.append(Located(shown, at("check.raises_when"), f"raises_when reads {name!r}, which is not in inputs"))
-    except ExprError as e:
-        out.append(Located(shown, at("check.raises_when"), f"raises_when: {e.message}"))
+    for key in ("raises_when", "reached_when"):
+        if key not in check:
+            continue
+        try:
+            for name in names_of(parse(check[key])):
+                if name not in declared:
+                    out.append(Located(shown, at(f"check.{key}"), f"{key} reads {name!r}, which is not in inputs"))
+        except ExprError as e:
+            out.append(Located(shown, at(f"check.{key}"), f"{key}: {e.message}"))
     for key, value in check.get("source_bindings", {}).items():
         if isinstance(value, str):
             try:
@@ -290,6 +292,7 @@ def _entry(data: dict[str, Any], lines: dict[str, int], shown: str) -> Entry:
             tuple(check["inputs"]), check["raises_when"], dict(check.get("source_bindings", {})),
             tuple(Case(c["inputs"], c["raises"], lines.get(f"check.cases.{i}", 1)) for i, c in enumerate(check["cases"])),
             check.get("source_check", "auto"), check.get("source_reason"), lines.get("check", 1),
+            check.get("reached_when"),
         ) if check else None,
         no_check=data.get("no_check"),
         verified=Verified(str(verified["release"]), verified["guard"]) if verified else None,

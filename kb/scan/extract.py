@@ -209,6 +209,16 @@ class _Walker:
                     self.skipped.append((stmt.lineno, _DEEP))
 
     def stmt(self, node: ast.stmt) -> None:
+        if not isinstance(node, _BLOCKS):
+            self.statement(node)
+            return
+        self.path.append((id(node), -1))  # inside it: its assignments are not conditional for its raises
+        try:
+            self.statement(node)
+        finally:
+            self.path.pop()
+
+    def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Raise):
             self.raise_(node)
         elif isinstance(node, ast.If):
@@ -463,6 +473,11 @@ def _last_name(node: ast.expr) -> Optional[str]:
 
 
 # --- tracing names to their assignments -------------------------------------------------------
+# Blocks whose statements may not run (loops, `try`, `with`, `match`): an assignment inside one is
+# conditional for a raise outside it (LocalDef.conditional); the walker's path holds those around the raise.
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, ast.Match)
+
+
 def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
     """Simple `name = value`, `name: T = value` and `name += value` statements, in line order.
 
@@ -492,7 +507,8 @@ def _collect_assignments(body: list[ast.stmt], scope: _Scope) -> None:
             for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
                 children = getattr(node, attr, None)
                 if children and isinstance(children, list):
-                    inner = (*path, (id(node), int(attr == "orelse"))) if isinstance(node, ast.If) else path
+                    inner = (*path, (id(node), int(attr == "orelse"))) if isinstance(node, ast.If) else \
+                        (*path, (id(node), -1)) if isinstance(node, _BLOCKS) else path
                     stack.extend((c, inner) for c in reversed(children)
                                  if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
     for assignments in scope.assignments.values():
@@ -626,7 +642,8 @@ def _guard_reads(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, lin
             except Unscannable:
                 value = last.value
                 text = short(unparse(bounded(value)))
-            found[name] = LocalDef(name, text, last.line)
+            taken = dict(path) if path is not None else {}
+            found[name] = LocalDef(name, text, last.line, any(node not in taken for node, _ in last.branches))
             following.extend(_read_names([value]))
         frontier = following
     reads += [n for n in frontier if n not in reads]

@@ -76,8 +76,8 @@ class CheckView:
     tree: str  # the condition as a JSON tree for static/check.js
     manual: bool
     reason: Optional[str]
-    # the other verified checks that read one of its flags: [tree, inputs, defaults of those inputs],
-    # so that the form lists the valid values of a flag as `kb check` does (kb/checks/valid.py)
+    # the other verified checks that read one of its count flags: [tree, inputs, defaults of those
+    # inputs], so that the form lists the valid values of a count as `kb check` does (kb/checks/valid.py)
     peers: str = "[]"
 
 
@@ -160,7 +160,7 @@ def fix_view(record: Record) -> Optional[FixView]:
 def check_view(record: Record, checks: Sequence[tuple[str, tuple[str, ...], str]] = ()) -> Optional[CheckView]:
     """The check as the page shows it: inputs (with where each comes from), the condition,
     and the same condition as a JSON tree for static/check.js; the other checks (`checks`: every
-    verified one, SiteInfo.checks) that read one of its flags. Only for verified checks."""
+    verified one, SiteInfo.checks) that read one of its count flags. Only for verified checks."""
     e = record.entry
     if e is None or e.check is None or not record.checked:
         return None
@@ -176,7 +176,7 @@ def check_view(record: Record, checks: Sequence[tuple[str, tuple[str, ...], str]
         minimum = "" if inp.minimum is None else f"{inp.minimum:g}"
         inputs.append(CheckInput(name, inp.doc, where, inp.type, value, minimum, inp.kind,
                                  inp.flags[0] if inp.kind == "flag" and inp.flags else ""))
-    flags = {name for name in c.inputs if name in INPUTS and INPUTS[name].kind == "flag"}
+    flags = {name for name in c.inputs if name in INPUTS and INPUTS[name].kind == "flag" and INPUTS[name].type == "int"}
     peers = [[json.loads(tree), list(names), _defaults(names)] for ident, names, tree in checks
              if ident != record.id and flags & set(names)]
     return CheckView(tuple(inputs), readable(c.raises_when), json.dumps(to_tree(c.raises_when)),

@@ -78,7 +78,7 @@
     var text = input.value.trim(), type = input.dataset.type;
     if (text === "") return undefined;
     if (text === "None" || text === "null") return null;
-    if (type === "bool") return /^(true|1|yes|on)$/i.test(text);
+    if (type === "bool" || type === "present") return /^(true|1|yes|on)$/i.test(text);
     if (type === "int" || type === "float" || type === "size") {
       var m = /^([0-9.]+)\s*([kKmM]?)$/.exec(text);
       if (!m) return NaN;
