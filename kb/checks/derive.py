@@ -748,6 +748,8 @@ class Verdict:
 
 
 def run(check: Derived, facts: Facts, template: str) -> Verdict:
+    if check.parsed_by and check.parsed_by not in facts.flags:
+        return Verdict(check, False)  # its config is built only from that flag's JSON: not given, never reached
     values: dict[str, Any] = {}
     for r in check.refs:
         v = value_of(r, facts)
