@@ -188,6 +188,7 @@ class _Compiler:
             self.assignments.setdefault((c, a), []).append((how, method, line, when))
         self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
         self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
+        self.engine_configs = {name: cls for name, cls, _ in model.engine_configs}
         self.filling: set[str] = set()  # flags whose change condition is being compiled
         self.bound: frozenset[str] = frozenset()  # names a loop or comprehension of the guard binds
         self.conditional: dict[int, frozenset[str]] = {}  # id of a scope -> its locals assigned conditionally
@@ -418,6 +419,8 @@ class _Compiler:
                 _chain(n.func.value) is None:
             return None  # a method of a value computed in the guard: `x.lower()` of `(a or b)`
         head = parts[0]
+        if engine and head in self.engine_configs and head not in scope.locals:
+            return self._reference(n, scope, depth, False)  # `model_config.x`: the field of the config it built
         if engine and head != "self" and not (len(parts) == 1 and head in scope.locals):
             raise _Unknown(f"{'.'.join(parts)[:80]}: a local of create_engine_config, not followed")
         if head in scope.locals and not (len(parts) > 1 and head.endswith("_config")):

@@ -236,6 +236,8 @@ class ConfigModel:
     # flag parses into): what a field nothing sets holds, what a key left out of the JSON holds
     class_defaults: tuple[tuple[str, str, JSON], ...] = ()
     json_fields: tuple[JsonField, ...] = ()  # their fields' types, as pydantic validates a JSON value
+    # (local, config class, line): the locals of create_engine_config that hold a config it builds
+    engine_configs: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -279,6 +281,7 @@ class ConfigModel:
             "config_calls": [list(c) for c in self.config_calls],
             "class_defaults": [list(c) for c in self.class_defaults],
             "json_fields": [f.to_json() for f in self.json_fields],
+            "engine_configs": [list(c) for c in self.engine_configs],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -297,4 +300,5 @@ class ConfigModel:
             tuple(Build.from_json(b) for b in d["builds"]), tuple((a[0], a[1], a[2], a[3], a[4], a[5]) for a in d["assigned"]),
             tuple((c[0], c[1], c[2]) for c in d["config_calls"]),
             tuple((c[0], c[1], c[2]) for c in d["class_defaults"]),
-            tuple(JsonField.from_json(f) for f in d["json_fields"]))
+            tuple(JsonField.from_json(f) for f in d["json_fields"]),
+            tuple((c[0], c[1], c[2]) for c in d["engine_configs"]))

@@ -230,6 +230,29 @@ def config_calls(reader: Reader) -> tuple[tuple[str, str, str], ...]:
     return tuple((a, m, c) for (a, m), c in sorted(out.items()))
 
 
+def engine_configs(reader: Reader) -> tuple[tuple[str, str, int], ...]:
+    """(local, config class, line) for each local of create_engine_config that holds a config it
+    builds (`model_config = self.create_model_config()`, `lora_config = LoRAConfig(...) if ... else
+    None`), in line order."""
+    found = _engine_method(reader)
+    if found is None or isinstance(found[1].node, ast.Lambda):
+        return ()
+    cls, method = found
+    out: list[tuple[str, str, int]] = []
+    seen = 0
+    for n in ast.walk(method.node):
+        seen += 1
+        if seen > MAX_NODES:
+            break
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
+            continue
+        value = n.value.body if isinstance(n.value, ast.IfExp) else n.value
+        name = _config_of(reader, cls, value) if isinstance(value, ast.Call) else None
+        if name is not None:
+            out.append((n.targets[0].id, name, n.lineno))
+    return tuple(sorted(out, key=lambda x: (x[2], x[0])))
+
+
 def _exits_before(body: list[ast.stmt], line: int) -> tuple[str, ...]:
     """The negated tests of the early `return`s before `line` (`if self.speculative_config is None: return None`)."""
     from kb.scan.calls import reached_when

@@ -18,7 +18,15 @@ from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
 from kb.config.model import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
-from kb.config.order import assigned_fields, build_order, builds, class_fields, config_calls, parser_hints
+from kb.config.order import (
+    assigned_fields,
+    build_order,
+    builds,
+    class_fields,
+    config_calls,
+    engine_configs,
+    parser_hints,
+)
 from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
@@ -65,13 +73,16 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
     read_fields = _inputs(modules, "the fields of the configs vLLM builds", "vllm/config",
                           lambda r: [class_fields(r, classes)], warnings)
     defaults, json_fields = read_fields[0] if read_fields else ((), ())
+    locals_: list[tuple[str, str, int]] = _inputs(modules, "the configs create_engine_config keeps in locals",
+                                                  "vllm/engine/arg_utils.py", lambda r: list(engine_configs(r)),
+                                                  warnings)
     hints: list[tuple[str, str]] = _inputs(modules, "the parser's hints", "vllm/utils/argparse_utils.py",
                                            lambda r: list(parser_hints(r)), warnings)
     warnings += modules.warnings + reader.warnings
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
                        tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints), tuple(made),
                        tuple(assigned), tuple(calls), tuple(defaults),
-                       tuple(json_fields))
+                       tuple(json_fields), tuple(locals_))
 
 
 _T = TypeVar("_T")
