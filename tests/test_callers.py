@@ -367,3 +367,31 @@ class C:
         (12, ("not self.x is None", "self.z")),
         (15, ("not self.x is None", "not self.z", "?")),  # inside a `try`: its condition is not all known
     ]
+
+
+def test_exits_kb_cannot_write_and_breaks_leave_the_condition_unknown() -> None:
+    facts = extract(b'''
+def f(x, sizes):
+    if x > 1:
+        pass
+    elif x < 0:
+        return
+    if x == 7:
+        raise ValueError("after an elif return")
+    for s in sizes:
+        if s > 100:
+            break
+        if s == 7:
+            raise ValueError("after a break")
+    try:
+        n = 1
+    except KeyError:
+        n = 100
+    else:
+        if n > 5:
+            raise ValueError("in else")
+''')
+    by = {r.template: r for r in facts.raises}
+    assert "?" in by["after an elif return"].exits  # the elif's return is not written as a condition
+    assert "?" in by["after a break"].exits  # a break ends the loop for the items after it
+    assert all(d.conditional for d in by["in else"].locals if d.name == "n")  # the except's n may be the one

@@ -85,3 +85,13 @@ def test_a_long_value_is_cut_in_the_middle_as_pydantic_does() -> None:
     value = {"cudagraph_mm_encoder": True, "encoder_cudagraph_max_vision_items_per_batch": -1}
     assert pydantic_repr(value) == "{'cudagraph_mm_encoder': ...on_items_per_batch': -1}"  # as vLLM printed it
     assert pydantic_repr("short") == "'short'"
+
+
+def test_a_key_is_read_as_pydantic_holds_it() -> None:
+    from kb.checks.jsonfields import MISSING, converter
+
+    flag = converter(JsonField("EPLBConfig", "use_async", (("bool", ()),)))
+    assert flag("false") is False and flag("yes") is True and flag(1) is True and flag("maybe") is MISSING
+    count = converter(JsonField("C", "n", (("int", ()), ("none", ()))))
+    assert count("12") == 12 and count("1.0") == 1 and count(None) is None and count("x") is MISSING
+    assert converter(JsonField("C", "n", (("int", ()),), before=True))(3) is MISSING  # a before validator first

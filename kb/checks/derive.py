@@ -21,11 +21,13 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kb.checks.evaluate import DERIVED_FUNCTIONS, check_whitelist, evaluate
+from kb.checks.jsonfields import MISSING as JSON_MISSING
+from kb.checks.jsonfields import converter
 from kb.config.model import Build, ConfigModel, Flag
 from kb.config.resolve import (
     _BUILTINS,
@@ -72,7 +74,8 @@ class Ref:
     """One value a derived check reads: `name` in its expression."""
 
     name: str
-    kind: str  # flag, flag-given (its value known only when given), flag-key, given, config-json, env, platform,
+    kind: str  # flag, flag-given (its value known only when given), flag-key (flag-key-given), given, config-json,
+    # env, platform,
     # unknown (what kb cannot give before launch: `shown` says why)
     key: str  # the flag's dest; "dest.key" of a JSON-valued flag; the config.json key; the variable; the call
     shown: str  # as users name it: --tensor-parallel-size, config.json num_attention_heads
@@ -183,15 +186,33 @@ class _Compiler:
         self.flags_by_name = {f.name: f for f in model.flags}
         self.builds: dict[str, Build] = {b.config_class: b for b in model.builds}
         self.flag_rule = FlagRule(model)
+        self.class_names = {c.replace("_", "").lower(): c for c in
+                            {*(c for c, _, _ in model.class_defaults), *(b.config_class for b in model.builds)}}
         self.assignments: dict[tuple[str, str], list[tuple[str, str, int, str]]] = {}
+        self.fully_set: set[str] = set()  # configs whose fields vLLM sets by name (`setattr(self.x_config, ...)`)
+        self.anything_set: dict[str, str] = {}  # class -> how its code sets any config's field by name
         for c, a, how, method, line, when in model.assigned:
-            self.assignments.setdefault((c, a), []).append((how, method, line, when))
+            if not a.startswith("@"):
+                self.assignments.setdefault((c, a), []).append((how, method, line, when))
+                continue
+            holder, _, name = a[1:].partition(".")  # `self.kernel_config.x = ...`: a field of KernelConfig
+            if holder == "*":  # setattr(config_obj, key, ...): any field of any config, from that class's code
+                self.anything_set[c] = "set" if how == "set" or self.anything_set.get(c) == "set" else "default"
+                continue
+            cls = self.class_names.get(holder.replace("_", "").lower())
+            if cls is not None and name == "*":
+                self.fully_set.add(cls)
+            elif cls is not None:
+                self.assignments.setdefault((cls, name), []).append(("set", f"{c}.{method}", line, "?"))
         self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
         self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
+        self.late_methods = frozenset(m for _, m, _ in model.config_calls)  # what VllmConfig.__post_init__ calls
+        self.late_site = False  # the site runs once VllmConfig is built (its own method, or one it calls)
         self.engine_configs = {name: cls for name, cls, _ in model.engine_configs}
         self.filling: set[str] = set()  # flags whose change condition is being compiled
         self.bound: frozenset[str] = frozenset()  # names a loop or comprehension of the guard binds
         self.conditional: dict[int, frozenset[str]] = {}  # id of a scope -> its locals assigned conditionally
+        self.alive: list[Scope] = []  # the scopes those ids are of, held while a site is compiled
         # a config that a JSON-valued flag parses into: built from that flag's value
         self.parsed_into: dict[str, Flag] = {}
         for f in sorted(model.flags, key=lambda f: f.name):
@@ -206,18 +227,26 @@ class _Compiler:
         self.parsed_by: Optional[tuple[Flag, str]] = None
         qual = site.fact.qualname.split(".")
         self.here = (qual[-2] if len(qual) > 1 else "", qual[-1], site.line)
+        self.late_site = qual[0] == "VllmConfig"
         try:
             if not site.fact.guard_terms:
                 raise _Fail("no condition: raised whenever its function runs, which kb does not follow")
             scope = scope_of(site)
+            self.alive = [scope]
             self.conditional = {id(scope): frozenset(d.name for d in site.fact.locals if d.conditional)}
             terms = self.when_built(site, scope)
             inside = self.loops(site, scope)
-            body = [self.term(t, scope, 0) for t in site.fact.exits if t != REACH_UNKNOWN]
+            if REACH_UNKNOWN in site.fact.exits:
+                raise _Fail("raised inside a `try`, a `while` or a `match`, or after an exit kb does not read")
+            body = [self.term(t, scope, 0) for t in site.fact.exits]
             body += [self.term(t, scope, 0) for t in site.fact.guard_terms]
+            loop_names = self.bound
             self.bound = frozenset()
-            if inside:  # raised in a loop: vLLM's condition for any of its items
-                terms.append(ast.Call(ast.Name("any", ast.Load()), [ast.GeneratorExp(_all(body), inside)], []))
+            if inside:  # raised in a loop: vLLM's condition for any of its items; what reads no item, outside
+                outside = [t for t in body if not _reads(t, loop_names)]
+                per_item = [t for t in body if _reads(t, loop_names)]
+                terms += outside
+                terms.append(ast.Call(ast.Name("any", ast.Load()), [ast.GeneratorExp(_all(per_item), inside)], []))
             else:
                 terms += body
             node: ast.expr = ast.BoolOp(ast.And(), terms) if len(terms) > 1 else terms[0]
@@ -304,6 +333,7 @@ class _Compiler:
                 continue
             if condition == "?":
                 raise _Fail(f"{owner}.{method} is called by VllmConfig in a loop, a `try`, a `with` or a `match`")
+            self.late_site = True
             return [self.term(condition, _VLLM_SCOPE, depth + 1)] if condition else []
         return None
 
@@ -353,6 +383,7 @@ class _Compiler:
 
     def caller_scope(self, scope: Scope, c: Caller) -> Scope:
         inner = scope.of_caller(c)
+        self.alive.append(inner)
         self.conditional[id(inner)] = frozenset(d.name for d in c.locals if d.conditional)
         return inner
 
@@ -367,6 +398,7 @@ class _Compiler:
                 if (b.config_class, name) not in limits:
                     continue
                 self.refs, self.bound, self.here = {}, frozenset(), ("EngineArgs", "create_engine_config", b.line)
+                self.late_site = False
                 self.conditional = {}
                 try:
                     value = ast.fix_missing_locations(self.term(source, _ENGINE_SCOPE, 0, engine=True))
@@ -432,6 +464,8 @@ class _Compiler:
             if re.search(rf"\b{re.escape(head)}\b", source):  # `x = x or 1`: the earlier x
                 inner = Scope(scope.file, scope.owner, scope.function,
                               {k: v for k, v in scope.locals.items() if k != head}, scope.validated, scope.callers)
+                self.alive.append(inner)  # held: its id keys its conditional locals
+                self.conditional[id(inner)] = self.conditional.get(id(scope), frozenset())
             return self.tail(self.term(source, inner, depth + 1, engine), parts[1:], n, inner, depth, engine)
         if head in scope.params and not head.endswith("_config"):
             if len(scope.callers) != 1:
@@ -469,6 +503,12 @@ class _Compiler:
             if flag is None:
                 raise _Unknown(f"{i.key}: not a flag of the model")
             if dot:
+                cls = flag.parses_into or self.class_names.get(flag.dest.replace("_", "").lower(), "")
+                how = self.how_set(cls, key) if cls else None
+                if how == "set":
+                    raise _Unknown(f"{i.key}: vLLM's own code sets {cls}.{key}")
+                if how == "default":
+                    return self.named("flag-key-given", f"{flag.dest}.{key}", i.key)
                 return self.named("flag-key", f"{flag.dest}.{key}", i.key)
             if engine or i.via.startswith("the field EngineArgs.") or flag.config_field is None:
                 return self.flag(flag, engine_field=True)
@@ -553,14 +593,28 @@ class _Compiler:
         """"set" when vLLM's own code may change the field before the site raises, "default" when it only
         fills it when unset, None when it does not set it: an assignment later in the site's own
         function does not count."""
+        if cls in self.fully_set:
+            return "set"
         hows = {how for how, _, _, _ in self.effective(cls, field_name)}
+        if self.late_site and "VllmConfig" in self.anything_set:  # VllmConfig sets fields by name first
+            hows.add(self.anything_set["VllmConfig"])
         return "set" if "set" in hows else "default" if hows else None
 
     def effective(self, cls: str, field_name: str) -> list[tuple[str, str, int, str]]:
-        """The assignments of a field that may run before the site: not those later in its own function."""
+        """The assignments of a field that may run before the site: not those later in its own
+        function, nor, for a site that runs before VllmConfig is built, those of VllmConfig's own
+        methods and of the config methods VllmConfig.__post_init__ calls."""
         owner, function, line = self.here
-        return [a for a in self.assignments.get((cls, field_name), [])
-                if not (cls == owner and a[1] == function and a[2] > line)]
+        out = []
+        for a in self.assignments.get((cls, field_name), []):
+            container, _, method = a[1].rpartition(".")  # "VllmConfig.__post_init__" for a field set through a holder
+            container = container or cls
+            if container == owner and method == function and a[2] > line:
+                continue
+            if not self.late_site and (container == "VllmConfig" or method in self.late_methods):
+                continue
+            out.append(a)
+        return out
 
     def given(self, flag: Flag) -> ast.expr:
         """True when the command gives the flag."""
@@ -589,7 +643,7 @@ class _Compiler:
         """A field no flag sets (`ModelConfig.is_submodel_config`): what create_engine_config passes
         for it, else its class's default, when vLLM's own code never sets it."""
         cls, _, name = i.key.partition(".")
-        if "." in name or not name:
+        if "." in name or not name or parts[-1] != name:  # `self.prefetch.offload_group_size`: not `prefetch`
             raise _Unknown(f"{i.read[:80]}: internal ({i.via[:80]})")
         if self.how_set(cls, name) is not None:
             raise _Unknown(f"{i.key}: vLLM's own code sets it")
@@ -642,6 +696,10 @@ class _Compiler:
             except (_Fail, ExprError, RecursionError, ValueError):
                 self.refs = saved
         return tuple(out)
+
+
+def _reads(node: ast.expr, names: frozenset[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 def _callable(n: ast.Call) -> bool:
@@ -700,6 +758,8 @@ class Facts:
     env: Mapping[str, Any]
     platform: Mapping[str, Any]
     key_defaults: Mapping[str, Any] = field(default_factory=dict)  # "dest.key" -> the class's default for a key left out
+    # "dest.key" -> the value pydantic holds for what the JSON gives (kb/checks/jsonfields.py converter)
+    key_types: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
 _MISSING = object()
@@ -720,12 +780,18 @@ def value_of(ref: Ref, facts: Facts) -> Any:
         return facts.defaults.get(ref.key, _MISSING)
     if ref.kind == "flag-given":
         return facts.flags.get(ref.key, _MISSING)
-    if ref.kind == "flag-key":
+    if ref.kind in ("flag-key", "flag-key-given"):
         dest, _, key = ref.key.partition(".")
         given = facts.flags.get(dest)
         if not isinstance(given, dict):
             return _MISSING
-        return given[key] if key in given else facts.key_defaults.get(ref.key, _MISSING)
+        if key not in given:
+            return facts.key_defaults.get(ref.key, _MISSING) if ref.kind == "flag-key" else _MISSING
+        convert = facts.key_types.get(ref.key)
+        if convert is None:
+            return given[key]
+        value = convert(given[key])
+        return _MISSING if value is JSON_MISSING else value
     if ref.kind == "config-json":
         for where in (facts.config.get("text_config"), facts.config):
             if isinstance(where, dict) and where.get(ref.key) is not None:
@@ -801,8 +867,12 @@ def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str,
     env_values = {e.name: e.default for e in model.env if e.default_known and e.default_exact}
     env_values.update(env or {})
     by_class: dict[str, list[str]] = {}
+    names = {c.replace("_", "").lower(): c for c, _, _ in model.class_defaults}
     for f in model.flags:
-        if f.parses_into:
-            by_class.setdefault(f.parses_into, []).append(f.dest)
-    keys = {f"{dest}.{name}": value for cls, name, value in model.class_defaults for dest in by_class.get(cls, [])}
-    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys)
+        cls = f.parses_into or (names.get(f.dest.replace("_", "").lower()) if f.dest.endswith("_config") else None)
+        if cls:
+            by_class.setdefault(cls, []).append(f.dest)
+    keys = {f"{dest}.{name}": value for cls, name, value in model.class_defaults for dest in by_class.get(cls, [])
+            if cls in {f.parses_into for f in model.flags}}
+    types = {f"{dest}.{j.name}": converter(j) for j in model.json_fields for dest in by_class.get(j.config_class, [])}
+    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types)

@@ -208,6 +208,8 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         left = _eval(n.left, env)
         for op, comparator in zip(n.ops, n.comparators):
             right = _eval(comparator, env)
+            if isinstance(right, (list, tuple, set, frozenset, dict, str)) or isinstance(left, (list, tuple, dict)):
+                _spent(_size(right) + _size(left))  # `in` and `==` walk what they compare
             if not _CMPOPS[type(op)](left, right):
                 return False
             left = right
@@ -238,6 +240,9 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
         if n.func.id in ("set", "tuple", "list", "sorted", "sum", "any", "all"):
             for a in args:
                 _spent(_size(a))
+        if n.func.id == "sum" and ((len(args) > 1 and not isinstance(args[1], (int, float))) or
+                                   (len(args) == 1 and any(not isinstance(x, (int, float)) for x in args[0]))):
+            raise ExprError(f"sum of other than numbers in {_short(ast.unparse(n))!r}")
         return _computed(DERIVED_FUNCTIONS[n.func.id](*args), n)
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):  # a method: only in a derived check
         receiver = _eval(n.func.value, env)

@@ -57,8 +57,12 @@ def from_json(d: dict[str, Any]) -> tuple[list[Record], ConfigModel, DerivedInde
     """ValueError, KeyError, TypeError or IndexError on another shape."""
     if d.get("format") != INDEX_FORMAT:
         raise ValueError(f"not {INDEX_FORMAT}")
-    return ([_record_of(r) for r in d["records"]], ConfigModel.from_json(d["config"]),
-            DerivedIndex.from_json(d["derived"]))
+    derived = DerivedIndex.from_json(d["derived"])
+    for c in derived.checks:  # the shapes the checks are read with; anything else is a damaged file
+        if not all(isinstance(x, str) for x in (c.record_id, c.file, c.expr, c.parsed_by, c.config_class, c.field)) \
+                or not all(isinstance(v, str) for r in c.refs for v in (r.name, r.kind, r.key, r.shown)):
+            raise TypeError("a derived check of another shape")
+    return [_record_of(r) for r in d["records"]], ConfigModel.from_json(d["config"]), derived
 
 
 def load(path: Path) -> Optional[tuple[list[Record], ConfigModel, DerivedIndex]]:
@@ -66,7 +70,7 @@ def load(path: Path) -> Optional[tuple[list[Record], ConfigModel, DerivedIndex]]
         return from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError):
         path.unlink(missing_ok=True)  # damaged: built again
         return None
 

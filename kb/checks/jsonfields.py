@@ -9,7 +9,8 @@ no verdict for its key: never a guessed error.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -58,11 +59,11 @@ def _member(kind: str, options: Sequence[Any], value: Any) -> Optional[tuple[str
             return None if math.isfinite(value) and value.is_integer() else (
                 "Input should be a valid integer, got a number with a fractional part", "int_from_float", value)
         if isinstance(value, str):
-            try:
-                int(value.strip())
+            if re.fullmatch(r"\s*[-+]?\d+(\.0*)?\s*", value):  # pydantic reads "1.0" as 1
                 return None
-            except ValueError:
-                return "Input should be a valid integer, unable to parse string as an integer", "int_parsing", value
+            if re.fullmatch(r"\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*", value):
+                raise _Unknown  # a number with a fraction or an exponent: pydantic's words not modelled
+            return "Input should be a valid integer, unable to parse string as an integer", "int_parsing", value
         return "Input should be a valid integer", "int_type", value
     if kind == "float":
         if isinstance(value, (bool, int, float)):
@@ -75,8 +76,8 @@ def _member(kind: str, options: Sequence[Any], value: Any) -> Optional[tuple[str
                 return "Input should be a valid number, unable to parse string as a number", "float_parsing", value
         return "Input should be a valid number", "float_type", value
     if kind == "literal":
-        if isinstance(value, bool) and any(isinstance(o, int) and not isinstance(o, bool) for o in options):
-            raise _Unknown  # True == 1: pydantic's literal rules for it are not modelled
+        if isinstance(value, (bool, float)) and any(isinstance(o, int) and not isinstance(o, bool) for o in options):
+            raise _Unknown  # True == 1, 1.0 == 1: pydantic's lax rules for numbers are not modelled
         if any(value == o and type(value) is type(o) for o in options):
             return None
         shown = [repr(o) for o in options]
@@ -112,6 +113,8 @@ def _constraints(field: JsonField, value: Any) -> Optional[tuple[str, str]]:
 
 def key_errors(field: JsonField, value: Any) -> list[KeyError_]:
     """pydantic's errors for one key ([] when it passes); _Unknown when kb cannot tell."""
+    if field.before:
+        raise _Unknown  # a before or wrap validator changes the value first
     members = [(k, o) for k, o in field.members if k != "none"]
     if value is None and len(members) < len(field.members):
         return []
@@ -154,3 +157,40 @@ def refusal(model: ConfigModel, config_class: str, value: Mapping[str, Any]) -> 
         except _Unknown:
             exact = False
     return JsonRefusal(config_class, tuple(errors), exact) if errors else None
+
+
+MISSING = object()  # a value kb cannot tell pydantic would hold
+
+
+def converter(field: JsonField) -> Callable[[Any], Any]:
+    """The JSON value of the key as pydantic holds it after validation (`"false"` for a bool is
+    False, `"12"` for an int is 12), or MISSING when kb cannot tell (a before validator, an enum, a
+    value pydantic refuses, a union it would resolve by rules kb does not model)."""
+    def convert(value: Any) -> Any:
+        if field.before:
+            return MISSING
+        if value is None:
+            return None if any(k == "none" for k, _ in field.members) else MISSING
+        kinds = [k for k, _ in field.members if k != "none"]
+        if len(kinds) != 1:
+            plain = {"str": str, "bool": bool, "int": int, "float": float}
+            exact = [k for k in kinds if k in plain and type(value) is plain[k]]
+            return value if exact else MISSING
+        kind = kinds[0]
+        try:
+            if _member(kind, dict(field.members).get(kind, ()), value) is not None:
+                return MISSING
+        except _Unknown:
+            return MISSING
+        if kind == "bool" and isinstance(value, str):
+            return value.strip().lower() in ("1", "on", "t", "true", "y", "yes")
+        if kind == "bool":
+            return bool(value)
+        if kind == "int" and isinstance(value, (str, float)):
+            return int(float(value.strip()) if isinstance(value, str) else value)
+        if kind == "float" and isinstance(value, str):
+            return float(value.strip())
+        if kind in ("list", "tuple", "set", "dict", "dataclass", "other"):
+            return value if kind in ("list", "dict") else MISSING
+        return value
+    return convert

@@ -20,13 +20,14 @@ from kb.checks.valid import derived_valid_values, valid_values
 from kb.config.model import ConfigModel
 from kb.model import Record
 
-_DERIVED: list[tuple[int, int, DerivedIndex]] = []  # (id of the records, id of the model, its index)
+_DERIVED: list[tuple[Sequence[Record], ConfigModel, DerivedIndex]] = []  # the records and model it is of, held
 
 
 def derived_index(records: Sequence[Record], flags: ConfigModel) -> DerivedIndex:
-    """The derived checks of the records' sites, once per records and flag model in a row."""
-    if not _DERIVED or _DERIVED[0][0] != id(records) or _DERIVED[0][1] != id(flags):
-        _DERIVED[:] = [(id(records), id(flags), derive([s for r in records for s in r.sites], flags))]
+    """The derived checks of the records' sites, once per records and flag model in a row (the
+    same objects: they are held, so that another list never takes their place by its id)."""
+    if not _DERIVED or _DERIVED[0][0] is not records or _DERIVED[0][1] is not flags:
+        _DERIVED[:] = [(records, flags, derive([s for r in records for s in r.sites], flags))]
     return _DERIVED[0][2]
 
 

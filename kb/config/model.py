@@ -201,13 +201,16 @@ class JsonField:
     name: str
     members: tuple[tuple[str, tuple[JSON, ...]], ...]
     constraints: tuple[tuple[str, JSON], ...] = ()
+    before: bool = False  # a `mode="before"` or `"wrap"` field validator changes the value first
 
     def to_json(self) -> list[Any]:
-        return [self.config_class, self.name, [[k, list(o)] for k, o in self.members], [list(c) for c in self.constraints]]
+        return [self.config_class, self.name, [[k, list(o)] for k, o in self.members], [list(c) for c in self.constraints],
+                self.before]
 
     @staticmethod
     def from_json(d: list[Any]) -> JsonField:
-        return JsonField(d[0], d[1], tuple((m[0], tuple(m[1])) for m in d[2]), tuple((c[0], c[1]) for c in d[3]))
+        return JsonField(d[0], d[1], tuple((m[0], tuple(m[1])) for m in d[2]), tuple((c[0], c[1]) for c in d[3]),
+                         bool(d[4]))
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,8 @@ def assigned_fields(reader: Reader) -> tuple[tuple[str, str, str, str, int, str]
     """(class, attribute, how, method, line, when) for every `self.x = ...` (or `+=`,
     `object.__setattr__(self, "x", ...)`) in a method of a class of vllm/config/ or of EngineArgs:
     the fields vLLM sets itself after the flags give them. `how` is "default" when the assignment
-    only fills a value left unset (under `if self.x is None:` or `if not self.x:`, so a given value
-    stays), else "set"; `when` is the condition of the `if`s around it, as source in the class's
+    only fills a value left unset (under `if self.x is None:`, so a given value stays), else "set";
+    `when` is the condition of the `if`s around it, as source in the class's
     scope ("" when none; UNKNOWN_CONDITION inside a loop, `try`, `with` or `match`); sorted."""
     out: set[tuple[str, str, str, str, int, str]] = set()
     names = sorted(n for n in reader.modules.by_name if n == ENGINE_MODULE or n.startswith(CONFIG_PACKAGE + "."))
@@ -109,6 +109,7 @@ def _assignments(cls: ast.ClassDef) -> list[tuple[str, str, str, int, str]]:
         seen += 1
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not method:
             method = n.name
+        builds = cls.name == "EngineArgs" and method == "create_engine_config"
         when = " and ".join(f"({ast.unparse(t)})" if len(tests) > 1 else ast.unparse(t) for t in tests) \
             if certain else UNKNOWN_CONDITION
         targets: list[ast.expr] = []
@@ -124,6 +125,17 @@ def _assignments(cls: ast.ClassDef) -> list[tuple[str, str, str, int, str]]:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 how = "default" if isinstance(n, ast.Assign) and _fills_unset(t.attr, tests) else "set"
                 found.append((t.attr, how, method, t.lineno, when))
+            elif isinstance(t, ast.Attribute) and _config_holder(t.value, builds):  # self.kernel_config.x = ...
+                found.append((f"{CONFIG_ATTRIBUTE}{_config_holder(t.value, builds)}.{t.attr}", "set", method, t.lineno,
+                              when))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args:
+            holder = _config_holder(n.args[0], builds)
+            if holder:  # setattr(self.kernel_config, name, ...): any of its fields
+                found.append((f"{CONFIG_ATTRIBUTE}{holder}.*", "set", method, n.lineno, when))
+            elif not (isinstance(n.args[0], ast.Name) and n.args[0].id == "self"):
+                # setattr(config_obj, key, ...) (VllmConfig._set_config_default): any field of any config
+                found.append((f"{CONFIG_ATTRIBUTE}*.*", "default" if _fills_unset_by_getattr(tests) else "set",
+                              method, n.lineno, when))
         if isinstance(n, ast.If):
             stack.append((n.test, tests, method, certain))
             stack.extend((c, (*tests, n.test), method, certain) for c in n.body)
@@ -134,17 +146,41 @@ def _assignments(cls: ast.ClassDef) -> list[tuple[str, str, str, int, str]]:
     return found
 
 
+CONFIG_ATTRIBUTE = "@"  # `@kernel_config.x`: a field set through a config held in an attribute or a local
+
+
+def _config_holder(node: ast.expr, builds: bool) -> str:
+    """`self.kernel_config` -> "kernel_config"; a local `kernel_config` too where the configs are
+    built (`builds`: create_engine_config, whose locals hold them; elsewhere a local may be a copy,
+    as in VllmConfig.with_hf_config); else ""."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and \
+            node.attr.endswith("_config"):
+        return node.attr
+    if builds and isinstance(node, ast.Name) and node.id.endswith("_config"):
+        return node.id
+    return ""
+
+
+def _fills_unset_by_getattr(tests: tuple[ast.expr, ...]) -> bool:
+    """The innermost `if` is `getattr(x, key) is None`: the field is filled only when unset."""
+    if not tests:
+        return False
+    t = tests[-1]
+    return isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is) and \
+        isinstance(t.left, ast.Call) and isinstance(t.left.func, ast.Name) and t.left.func.id == "getattr" and \
+        isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value is None
+
+
 def _fills_unset(attr: str, tests: tuple[ast.expr, ...]) -> bool:
-    """The innermost `if` tests that the attribute is unset: `self.x is None`, `not self.x`."""
+    """The innermost `if` tests that the attribute is unset: `self.x is None` (not `not self.x`,
+    which also replaces a given falsy value)."""
     if not tests:
         return False
     test = tests[-1]
     own = f"self.{attr}"
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.Eq)) and \
-            ast.unparse(test.left) == own and isinstance(test.comparators[0], ast.Constant) and \
-            test.comparators[0].value is None:
-        return True
-    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and ast.unparse(test.operand) == own
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.Eq)) and \
+        ast.unparse(test.left) == own and isinstance(test.comparators[0], ast.Constant) and \
+        test.comparators[0].value is None
 
 
 def class_fields(reader: Reader, classes: Sequence[str]) -> tuple[tuple[tuple[str, str, JSON], ...],
@@ -170,6 +206,7 @@ def class_fields(reader: Reader, classes: Sequence[str]) -> tuple[tuple[tuple[st
             if isinstance(node, ast.ClassDef) and node.name in wanted and node.name not in found:
                 found[node.name] = ClassRef(module, node)
     for cls_name in sorted(found):
+        early = _before_validated(found[cls_name].node)
         for f in dataclass_fields(reader, found[cls_name]):
             value, exact = plain(f.default) if f.has_default else (None, False)
             if exact:
@@ -181,8 +218,40 @@ def class_fields(reader: Reader, classes: Sequence[str]) -> tuple[tuple[tuple[st
                     members.append(("other", ()))
                 else:
                     members.append((h.kind, options))
-            types.append(JsonField(cls_name, f.name, tuple(members), tuple(f.constraints)))
+            types.append(JsonField(cls_name, f.name, tuple(members), tuple(f.constraints),
+                                   f.name in early or "*" in early))
     return tuple(defaults), tuple(types)
+
+
+def _returns_its_input(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every `return` of the validator gives back its input unchanged (`return data`)."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args) if a.arg not in ("self", "cls")]
+    if not params:
+        return False
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == params[0] for r in returns)
+
+
+def _before_validated(cls: ast.ClassDef) -> set[str]:
+    """The fields (or "*") a `@field_validator(..., mode="before" | "wrap")` of the class names, and
+    every field when a `@model_validator(mode="before" | "wrap")` may change the input."""
+    out: set[str] = set()
+    for stmt in cls.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for d in stmt.decorator_list:
+            if not isinstance(d, ast.Call):
+                continue
+            name = d.func.attr if isinstance(d.func, ast.Attribute) else d.func.id if isinstance(d.func, ast.Name) else ""
+            mode = next((k.value.value for k in d.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)),
+                        "after")
+            if mode not in ("before", "wrap", "plain") or (mode == "before" and _returns_its_input(stmt)):
+                continue  # a before validator that only checks (returns what it is given) changes nothing
+            if name == "field_validator":
+                out |= {a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+            elif name == "model_validator":
+                out.add("*")
+    return out
 
 
 VLLM_MODULE = "vllm.config.vllm"

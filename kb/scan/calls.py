@@ -180,11 +180,34 @@ def _exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], _EXITS)
 
 
-def reached_when(body: list[ast.stmt], line: int, enclosing: bool) -> tuple[list[ast.expr], bool]:
+def _breaks(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Break)
+
+
+def _exit_inside(stmt: ast.stmt) -> bool:
+    """The statement holds a `return` (of this function), or a `continue` / `break` of the loop it
+    is in, anywhere inside: not in a nested function, nor, for `continue` / `break`, a nested loop."""
+    stack: list[tuple[ast.AST, bool]] = [(stmt, False)]
+    while stack:
+        n, in_loop = stack.pop()
+        if isinstance(n, ast.Return) or (isinstance(n, (ast.Continue, ast.Break)) and not in_loop):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        inner = in_loop or isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+        stack.extend((c, inner) for c in ast.iter_child_nodes(n))
+    return False
+
+
+def reached_when(body: list[ast.stmt], line: int, enclosing: bool,
+                 loops_known: bool = False) -> tuple[list[ast.expr], bool]:
     """What a statement at `line` of a function's body runs under: the tests of the early exits
     (`return`, `continue`, `break`) before it in its blocks (`if x is None: return`: `not x is None`), and with `enclosing` the
     tests of the `if`s around it (negated in their `else`). The second value is False when it is
-    inside a loop, `try`, `with` or `match` (then the conditions are not all known)."""
+    inside a loop, `try`, `with` or `match`, or after an exit kb does not write as a condition (an
+    `elif ...: return`, a `return` deeper inside): then the conditions are not all known.
+    `loops_known`: a `for` loop or a `with` around it leaves them known (a raise site's loops are
+    modelled apart)."""
     out: list[ast.expr] = []
     block: Optional[list[ast.stmt]] = body
     certain = True
@@ -205,15 +228,21 @@ def reached_when(body: list[ast.stmt], line: int, enclosing: bool) -> tuple[list
                             out.append(stmt.test)
                         inside = stmt.body
                 elif isinstance(stmt, _UNCERTAIN):
-                    certain = False
+                    if not (loops_known and isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith))):
+                        certain = False
                     inside = next((b for b in _blocks(stmt) if b and b[0].lineno <= line <= (b[-1].end_lineno or 0)),
                                   None)
                 break
-            if isinstance(stmt, ast.If):
-                if _exits(stmt.body) and not _exits(stmt.orelse):
-                    out.append(_negated(stmt.test))
-                elif _exits(stmt.orelse) and not _exits(stmt.body):
-                    out.append(stmt.test)
+            if isinstance(stmt, ast.If) and (_breaks(stmt.body) or _breaks(stmt.orelse)):
+                certain = False  # a `break` ends the loop for the items after it too: not one item's condition
+            elif isinstance(stmt, ast.If) and _exits(stmt.body) and not stmt.orelse and \
+                    not any(_exit_inside(x) for x in stmt.body[:-1]):
+                out.append(_negated(stmt.test))
+            elif isinstance(stmt, ast.If) and _exits(stmt.orelse) and not _exits(stmt.body) and \
+                    not any(_exit_inside(x) for x in (*stmt.body, *stmt.orelse[:-1])):
+                out.append(stmt.test)
+            elif _exit_inside(stmt):
+                certain = False  # an exit kb does not write as a condition
         block = inside
     return out, certain
 

@@ -209,8 +209,8 @@ class _Walker:
                     self.skipped.append((stmt.lineno, _DEEP))
 
     def stmt(self, node: ast.stmt) -> None:
-        if not isinstance(node, _BLOCKS):
-            self.statement(node)
+        if not isinstance(node, _BLOCKS) or isinstance(node, (ast.Try, ast.TryStar)):
+            self.statement(node)  # a `try`'s body, handlers and `else` exclude each other: none is on the path
             return
         self.path.append((id(node), -1))  # inside it: its assignments are not conditional for its raises
         try:
@@ -340,7 +340,7 @@ class _Walker:
         exits: list[ast.expr] = []
         certain = True
         if function is not None:
-            exits, certain = reached_when(function.body, node.lineno, enclosing=False)
+            exits, certain = reached_when(function.body, node.lineno, enclosing=False, loops_known=True)
             exits = [e for e in exits if nesting_ok(e) and e.lineno < node.lineno]
         locals_, reads = _guard_reads([*self.terms, *self.loops, *exits], scope, self.module_scope, node.lineno,
                                       tuple(self.path))
@@ -643,7 +643,11 @@ def _guard_reads(terms: list[ast.expr], scope: _Scope, module_scope: _Scope, lin
                 value = last.value
                 text = short(unparse(bounded(value)))
             taken = dict(path) if path is not None else {}
-            found[name] = LocalDef(name, text, last.line, any(node not in taken for node, _ in last.branches))
+            # conditional: in a block that does not enclose the raise, or assigned again after a
+            # condition that reads it (that condition reads the earlier value)
+            conditional = any(node not in taken for node, _ in last.branches) or (
+                len(history) > 1 and any(getattr(t, "lineno", line) < last.line for t in terms))
+            found[name] = LocalDef(name, text, last.line, conditional)
             following.extend(_read_names([value]))
         frontier = following
     reads += [n for n in frontier if n not in reads]
