@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +117,40 @@ def write_cases(name: str, version: str, cases: list[dict[str, Any]], script: st
         stages[key] = stages.get(key, 0) + 1
     print(f"{len(cases)} cases -> {out}: {stages}")
     return out
+
+
+def run_one(case: dict[str, Any], version: str) -> dict[str, Any]:
+    """One case (argv, config, hardware) through run_case.py: the outcome, stage, exception,
+    message and where vLLM raised it."""
+    done = subprocess.run([sys.executable, str(HERE / "run_case.py"), "--version", version], input=json.dumps(case),
+                          capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout)
+    return {"argv": case["argv"], "outcome": result.get("outcome"), "stage": result.get("stage"),
+            "exception": result.get("exception"), "message": result.get("message"),
+            "raised_at": result.get("raised_at")}
+
+
+def run_all(cases: Sequence[dict[str, Any]], version: str, jobs: int, kept: Sequence[str] = (),
+            prepare: Callable[[dict[str, Any]], dict[str, Any]] = lambda c: c) -> list[dict[str, Any]]:
+    """Every case through the real vLLM, `jobs` at a time, in order: each record with the case's
+    `kept` keys (model, config, hardware) beside the outcome; `prepare` makes what run_case.py reads."""
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda c: {**run_one(prepare(c), version), **{k: c[k] for k in kept}}, cases))
+
+
+def distinct(draw: Callable[[], dict[str, Any]], count: int,
+             known: Collection[str] = frozenset()) -> list[dict[str, Any]]:
+    """`count` cases from `draw`, none twice (by model, words and hardware) nor one of `known`."""
+    out: list[dict[str, Any]] = []
+    seen = set(known)
+    while len(out) < count:
+        case = draw()
+        key = case_key(case)
+        if key not in seen:
+            seen.add(key)
+            out.append(case)
+    return out
+
+
+def case_key(case: dict[str, Any]) -> str:
+    return json.dumps([case.get("model"), case["argv"], case.get("hardware")])

@@ -16,14 +16,13 @@ import itertools
 import json
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
-from common import DEFAULT_VERSION, recorded, write_cases
-from parse_cases import LLAMA, run_one
+from common import DEFAULT_VERSION, recorded, run_all, write_cases
+from parse_cases import LLAMA
 
 NUMBERS = ("0", "1", "2", "3", "4", "8", "16", "64", "1024", "-1", "0.5", "1.5")
 
@@ -145,9 +144,7 @@ def main() -> int:
             break
     print(f"{len(todo)} launches aimed at {len({c['aimed_at'] for c in todo})} derived checks; running real vLLM",
           flush=True)
-    with ThreadPoolExecutor(args.jobs) as pool:
-        records_out = list(pool.map(lambda c: {**run_one(c, args.version), "config": c["config"],
-                                               "hardware": c["hardware"]}, todo))
+    records_out = run_all(todo, args.version, args.jobs, ("config", "hardware"))
     kept = recorded("derived", args.version)  # real outcomes already recorded
     seen = {json.dumps(c["argv"]) for c in records_out}
     write_cases("derived", args.version, [c for c in kept if json.dumps(c["argv"]) not in seen] + records_out,

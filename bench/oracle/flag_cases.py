@@ -16,14 +16,12 @@ import argparse
 import json
 import random
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, REPO, recorded, write_cases
+from common import DEFAULT_VERSION, REPO, case_key, distinct, recorded, run_all, write_cases
 from launch_cases import MODELS
-from parse_cases import run_one
 
 # flags whose value is a path, a name, an address or the model itself: not drawn
 SKIPPED = ("path", "dir", "file", "host", "url", "key", "ssl", "port", "model", "tokenizer", "name", "template",
@@ -61,19 +59,15 @@ def options(a: dict[str, Any]) -> Optional[list[list[str]]]:
 def cases(flags_doc: dict[str, Any], count: int, seed: int, known: set[str]) -> list[dict[str, Any]]:
     pool = [o for o in (options(a) for a in flags_doc["actions"]) if o]
     rng = random.Random(seed)
-    out: list[dict[str, Any]] = []
-    seen = set(known)
-    while len(out) < count:
+
+    def draw() -> dict[str, Any]:
         model = rng.choice(sorted(MODELS))
         words: list[str] = []
         for chosen in rng.sample(pool, rng.randint(1, 3)):
             words += rng.choice(chosen)
-        case = {"argv": ["$MODEL", *words], "model": model, "hardware": {"count": 8}}
-        key = json.dumps([model, case["argv"]])
-        if key not in seen:
-            seen.add(key)
-            out.append(case)
-    return out
+        return {"argv": ["$MODEL", *words], "model": model, "hardware": {"count": 8}}
+
+    return distinct(draw, count, known)
 
 
 def main() -> int:
@@ -85,10 +79,8 @@ def main() -> int:
     args = ap.parse_args()
     flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.version}-flags.json").read_text())
     kept = recorded("flags", args.version)
-    todo = cases(flags, args.count, args.seed, {json.dumps([c["model"], c["argv"]]) for c in kept})
-    with ThreadPoolExecutor(args.jobs) as pool:
-        done = list(pool.map(lambda c: {**run_one({**c, "config": MODELS[c["model"]]}, args.version),
-                                        "model": c["model"], "hardware": c["hardware"]}, todo))
+    todo = cases(flags, args.count, args.seed, {case_key(c) for c in kept})
+    done = run_all(todo, args.version, args.jobs, ("model", "hardware"), lambda c: {**c, "config": MODELS[c["model"]]})
     write_cases("flags", args.version, kept + done, "flag_cases.py", models=MODELS)
     return 0
 

@@ -18,12 +18,11 @@ import argparse
 import json
 import random
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, REPO
-from parse_cases import run_one
+from common import DEFAULT_VERSION, REPO, case_key, distinct, recorded, run_all, write_cases
 
 MODELS: dict[str, dict] = {
     "meta-llama/Meta-Llama-3-8B": {
@@ -97,17 +96,9 @@ def draw(rng: random.Random) -> dict:
     return {"model": name, "argv": argv, "config": MODELS[name], "hardware": {"count": count}}
 
 
-def cases(count: int, seed: int) -> list[dict]:
+def cases(count: int, seed: int, known: Collection[str] = frozenset()) -> list[dict]:
     rng = random.Random(seed)
-    out: list[dict] = []
-    seen: set[str] = set()
-    while len(out) < count:
-        case = draw(rng)
-        key = json.dumps([case["model"], case["argv"], case["hardware"]])
-        if key not in seen:
-            seen.add(key)
-            out.append(case)
-    return out
+    return distinct(lambda: draw(rng), count, known)
 
 
 def main() -> int:
@@ -118,25 +109,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--append", action="store_true", help="keep the recorded cases and add these (another seed)")
     args = ap.parse_args()
+    kept = recorded("launch", args.version) if args.append else []
+    todo = cases(args.count, args.seed, {case_key(c) for c in kept})
+    records = kept + run_all(todo, args.version, args.jobs, ("model", "hardware"))
     out = REPO / "tests" / "data" / f"oracle-launch-{args.version}.json"
-    kept = json.loads(out.read_text())["cases"] if args.append and out.is_file() else []
-    known = {json.dumps([c["model"], c["argv"], c["hardware"]]) for c in kept}
-    todo = [c for c in cases(args.count, args.seed) if json.dumps([c["model"], c["argv"], c["hardware"]]) not in known]
-    with ThreadPoolExecutor(args.jobs) as pool:
-        records = list(pool.map(lambda c: {**run_one(c, args.version), "model": c["model"],
-                                           "hardware": c["hardware"]}, todo))
-    records = kept + records
-    seeds = sorted({*(json.loads(out.read_text()).get("seeds", [json.loads(out.read_text()).get("seed")])
-                      if kept else []), args.seed} - {None})
-    doc = {"format": "kb-oracle-launch/1", "vllm": args.version, "seed": seeds[0], "seeds": seeds, "models": MODELS,
-           "recorded_by": "bench/oracle/launch_cases.py (real vLLM through bench/oracle/run_case.py, fake H100s)",
-           "cases": records}
-    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    stages: dict[str, int] = {}
-    for r in records:
-        key = r["stage"] or r["outcome"]
-        stages[key] = stages.get(key, 0) + 1
-    print(f"{len(records)} cases -> {out}: {stages}")
+    before = json.loads(out.read_text()).get("seeds", []) if kept else []
+    seeds = sorted({*before, args.seed})
+    write_cases("launch", args.version, records, "launch_cases.py", seed=seeds[0], seeds=seeds, models=MODELS)
     return 0
 
 

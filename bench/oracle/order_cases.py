@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, write_cases
-from parse_cases import LLAMA, run_one
+from common import DEFAULT_VERSION, run_all, write_cases
+from parse_cases import LLAMA
 
 REFERENCE = {**LLAMA, "hidden_size": 6144, "num_attention_heads": 48, "num_key_value_heads": 8,
              "intermediate_size": 16384, "max_position_embeddings": 8192}
@@ -39,9 +38,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     todo = cases()
-    with ThreadPoolExecutor(args.jobs) as pool:
-        records = list(pool.map(lambda c: {**run_one(c, args.version), "config": c["config"],
-                                           "hardware": c["hardware"]}, todo))
+    records = run_all(todo, args.version, args.jobs, ("config", "hardware"))
     write_cases("order", args.version, records, "order_cases.py")
     return 0
 

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_VERSION, HERE, REPO, write_cases
+from common import DEFAULT_VERSION, REPO, run_one, write_cases
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
          "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 4, "intermediate_size": 5632,
@@ -67,17 +66,6 @@ def cases(flags_doc: dict) -> list[list[str]]:
     return out
 
 
-def run_one(case: dict, version: str) -> dict:
-    """One case (argv, config, hardware) through run_case.py: the outcome, stage, exception,
-    message and where vLLM raised it."""
-    done = subprocess.run([sys.executable, str(HERE / "run_case.py"), "--version", version], input=json.dumps(case),
-                          capture_output=True, text=True, check=True)
-    result = json.loads(done.stdout)
-    return {"argv": case["argv"], "outcome": result.get("outcome"), "stage": result.get("stage"),
-            "exception": result.get("exception"), "message": result.get("message"),
-            "raised_at": result.get("raised_at")}
-
-
 def run(case: list[str], version: str) -> dict:
     record = run_one({"argv": case, "config": LLAMA, "hardware": {"count": 8}}, version)
     record.pop("raised_at")
@@ -92,7 +80,7 @@ def main() -> int:
     flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.version}-flags.json").read_text())
     todo = cases(flags)
     with ThreadPoolExecutor(args.jobs) as pool:
-        records = list(pool.map(lambda c: run(c, args.version), todo))
+        records = list(pool.map(lambda c: run(c, args.version), todo))  # each without where it was raised
     write_cases("parse", args.version, records, "parse_cases.py", config=LLAMA)
     return 0
 
