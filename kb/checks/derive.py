@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from kb.checks.evaluate import DERIVED_FUNCTIONS, check_whitelist, evaluate
+from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, check_whitelist, evaluate, shorten
 from kb.checks.jsonfields import MISSING as JSON_MISSING
 from kb.checks.jsonfields import converter
 from kb.config.model import Build, ConfigModel, Flag
@@ -432,7 +432,7 @@ class _Compiler:
         cannot); None to look inside it."""
         parts = _chain(n)
         if parts is not None and parts[0] in self.bound:
-            return None if isinstance(n, ast.Call) else _bound_chain(n)  # `item.x` of a loop's item
+            return None  # `item.x` of a loop's item: left as written (the evaluator reads no attribute)
         saved = dict(self.refs)
         try:
             return self._reference(n, scope, depth, engine)
@@ -709,16 +709,11 @@ def _callable(n: ast.Call) -> bool:
     return isinstance(n.func, ast.Attribute) and n.func.attr in _METHODS and not n.keywords
 
 
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _short(text: str) -> str:
+    return shorten(text, 80)
 
 
 _LOOPS = frozenset({"while", "for-else", "while-else", "case"})
-
-
-def _bound_chain(n: ast.expr) -> Optional[ast.expr]:
-    """`item.x` of a loop's item: not evaluated (attributes are not read); `item` itself stays."""
-    return n if isinstance(n, ast.Name) else None
 
 
 def _all(conditions: list[ast.expr]) -> ast.expr:
@@ -727,8 +722,7 @@ def _all(conditions: list[ast.expr]) -> ast.expr:
     return conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.And(), conditions)
 
 
-_METHODS = frozenset({"lower", "upper", "strip", "startswith", "endswith", "removeprefix", "removesuffix", "split",
-                      "isdigit", "casefold", "get", "keys", "values", "items"})
+_METHODS = ALL_METHODS  # the methods the derived evaluator calls (kb/checks/evaluate.py)
 
 
 def derive(sites: Sequence[RaiseSite], model: Optional[ConfigModel]) -> DerivedIndex:

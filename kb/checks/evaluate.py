@@ -43,7 +43,7 @@ METHODS: dict[type, frozenset[str]] = {
                     "isdigit", "casefold"}),
     dict: frozenset({"get", "keys", "values", "items"}),
 }
-_ALL_METHODS = frozenset().union(*METHODS.values())
+ALL_METHODS = frozenset().union(*METHODS.values())
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
@@ -94,6 +94,11 @@ def _parsed(source: str) -> ast.expr:
         raise ExprError(f"expression nested too deeply (at most {MAX_DEPTH} levels)") from None
 
 
+def shorten(text: str, limit: int = 200) -> str:
+    """The text, cut with an ellipsis when longer than `limit` characters (for messages)."""
+    return _short(text, limit)
+
+
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -123,7 +128,7 @@ def check_whitelist(node: ast.AST, derived: bool = False) -> None:
             if n.id.startswith("__"):
                 raise ExprError(f"dunder names are not allowed: {n.id}")
         elif isinstance(n, ast.Call):
-            method = derived and isinstance(n.func, ast.Attribute) and n.func.attr in _ALL_METHODS
+            method = derived and isinstance(n.func, ast.Attribute) and n.func.attr in ALL_METHODS
             if method:
                 methods.add(id(n.func))
             elif not isinstance(n.func, ast.Name) or n.func.id not in functions:
