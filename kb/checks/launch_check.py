@@ -44,7 +44,7 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
     facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {})
     passed, undecided = passed_errors(index, facts)
     failures = tuple(validation_failures(flags, parsed.values, parsed.given, passed))
-    outcome = with_derived(records, outcome, index, facts, undecided)
+    outcome = with_derived(records, outcome, index, facts)
     outcome = parse_time(replace(outcome, validation=failures, build_order=flags.build_order), index, flags,
                          parsed.values, parsed.given)
     outcome = before_undecided(outcome, undecided)
@@ -59,12 +59,11 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
     return outcome
 
 
-def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts,
-                 undecided: Optional[Mapping[str, tuple[str, ...]]] = None) -> Outcome:
+def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts) -> Outcome:
     """The derived checks' predictions added to the curated ones: a record with a curated check
     keeps it (it refines its derived twin); unknown ones are listed with what they need. A raise
-    is predicted only when no check before it in the same function is unknown, nor a field
-    constraint of its config (`undecided`: config -> the fields): vLLM may stop there."""
+    is predicted only when no check before it in the same function that reads a given flag is
+    unknown: vLLM may stop there (configs with an undecided constraint: before_undecided)."""
     by_id: Mapping[str, Record] = {r.id: r for r in records}
     curated = {r.id for r in records if r.entry is not None and r.entry.check is not None}
     seen = {p.record.id for p in outcome.predicted}
@@ -87,16 +86,11 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
                 open_.setdefault((site.file, site.fact.qualname), []).append((site.line, s.missing))
     predicted = list(outcome.predicted)
     unknown: dict[str, tuple[str, ...]] = {}
-    gates = {r.id: (r, verdict.missing) for check, r, verdict in ran
-             if verdict.raises is None and verdict.missing and reads_given(check, facts)}
     for check, r, verdict in ran:
         if r.id in seen:
             continue
         if verdict.raises:
             before = [m for line, m in open_.get((check.file, _function(r, check.line)), []) if line < check.line]
-            owner = _function(r, check.line).split(".")[0]
-            if undecided and owner in undecided:
-                before.append(undecided[owner])
             if before:
                 unknown.setdefault(r.id, tuple(dict.fromkeys(x for m in before for x in m)))
                 continue
@@ -107,8 +101,7 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
             unknown.setdefault(r.id, verdict.missing)
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
     return replace(outcome, predicted=tuple(predicted),
-                   unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen),
-                   undecided=tuple(Skipped(r, m) for i, (r, m) in sorted(gates.items()) if i not in seen))
+                   unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen))
 
 
 def before_undecided(outcome: Outcome, fields: Optional[Mapping[str, tuple[str, ...]]] = None) -> Outcome:

@@ -57,9 +57,6 @@ class Outcome:
     build_order: tuple[tuple[str, int], ...] = ()  # of the release (kb.config.order): sorts what comes first
     valid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # id -> flag -> values passing every check
     unknown: tuple[Skipped, ...] = ()  # derived checks the launch does not give the inputs of (kb/checks/derive.py)
-    # the checks kb cannot decide that read a flag the command gives: vLLM may stop at one of them, so
-    # nothing after the first of them is predicted (kb/checks/launch_check.py)
-    undecided: tuple[Skipped, ...] = ()
 
     @property
     def errors(self) -> int:
