@@ -1,5 +1,5 @@
 """`kb check` against real vLLM on recorded launches (tests/data/oracle-launch-<version>.json,
-oracle-order-<version>.json and oracle-parse-<version>.json, made by bench/oracle/*_cases.py):
+oracle-order-, -parse-, -derived-, -flags- and -computed-<version>.json, made by bench/oracle/*_cases.py):
 for each case, is kb's first error vLLM's first error? Counts: same first error, kb predicts it but
 not first, another error first (wrong), missed, false alarm, both clean; by the stage vLLM stopped
 at (argparse, config) and the exception. Runs through kb's own download and cache code
@@ -31,6 +31,15 @@ from kb.jobs import curated_records, scan_release  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent / "oracle"))
+from common import DEFAULT_HARDWARE  # noqa: E402  (stdlib only: what the oracle fakes when a case does not say)
+
+
+def hardware_of(case: dict[str, Any]) -> dict[str, Any]:
+    """What the oracle faked for the case, as kb check's hardware."""
+    hw = {**DEFAULT_HARDWARE, **(case.get("hardware") or {})}
+    return {"gpu_count": hw["count"], "gpu_memory_gib": float(hw["memory_gib"]), "gpu_name": hw["name"],
+            "compute_capability": float(hw["capability"])}
 
 
 def words_of(argv: list[str]) -> list[str]:
@@ -60,7 +69,7 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
     records = curated_records([("", scan)], None).records
     cases: list[dict[str, Any]] = []
     for name, default_config in (("launch", None), ("order", None), ("parse", "config"), ("derived", None),
-                                 ("flags", None)):
+                                 ("flags", None), ("computed", None)):
         path = DATA / f"oracle-{name}-{version}.json"
         if not path.is_file():
             continue
@@ -72,9 +81,8 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
     shown: list[tuple[str, Any]] = []
     start = time.perf_counter()
     for c in cases:
-        hardware = {"gpu_count": (c.get("hardware") or {}).get("count", 8)}
         outcome = check_one(records, scan.config, words_of(c["argv"]), ConfigFile("config.json", c["config"] or {}),
-                            hardware, with_valid=False)
+                            hardware_of(c), with_valid=False)
         events: list[tuple[Any, ...]] = []  # (message, raise sites[, template]) in kb's order
         stop = outcome.parse_error
         if stop is not None:

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from kb.errors import KBError, UsageError
 from kb.scan.defaults import DEFAULT_EXCEPTIONS
@@ -216,6 +216,25 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def hardware_of(args: argparse.Namespace) -> dict[str, Any]:
+    """--gpu NAME (kb/hardware.py) with --gpu-count, --compute-capability and --gpu-memory-gib,
+    which win over the table's figures."""
+    from kb.hardware import gpu, names
+
+    found = None
+    if getattr(args, "gpu", None):
+        found = gpu(args.gpu)
+        if found is None:
+            raise UsageError(f"--gpu {args.gpu!r}: not a GPU kb knows; one of: {names()} (or give --gpu-memory-gib "
+                             "and --compute-capability)")
+    return {"gpu_count": args.gpu_count,
+            "compute_capability": args.compute_capability if args.compute_capability is not None else (
+                float(f"{found.capability[0]}.{found.capability[1]}") if found else None),
+            "gpu_memory_gib": args.gpu_memory_gib if args.gpu_memory_gib is not None else (
+                found.memory_gib if found else None),
+            "gpu_name": found.name if found else None}
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from kb.checks.report import outcome_json, outcome_text
     from kb.jobs import check_launch
@@ -225,8 +244,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise UsageError("give the launch command after --, e.g. kb check -- vllm serve MODEL --tensor-parallel-size 8")
-    hardware = {"gpu_count": args.gpu_count, "compute_capability": args.compute_capability,
-                "gpu_memory_gib": args.gpu_memory_gib}
+    hardware = hardware_of(args)
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache)
     _write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
@@ -337,9 +355,11 @@ def parser() -> argparse.ArgumentParser:
     n.set_defaults(func=cmd_new)
 
     c = sub.add_parser("check", help="predict which errors vLLM raises for a launch command, before spending GPU time",
-                       usage="kb check [--model-config FILE_OR_DIR] [--gpu-count N] [--compute-capability X.Y] "
-                             "[--gpu-memory-gib G] [--json] -- vllm serve MODEL [FLAGS...]")
+                       usage="kb check [--model-config FILE_OR_DIR] [--gpu NAME] [--gpu-count N] "
+                             "[--compute-capability X.Y] [--gpu-memory-gib G] [--json] -- vllm serve MODEL [FLAGS...]")
     c.add_argument("--model-config", metavar="FILE_OR_DIR", help="the model's config.json, or its folder")
+    c.add_argument("--gpu", metavar="NAME", help="the GPU (h100, a100-80gb, l4, ...: kb/hardware.py): its name, "
+                                                 "memory and compute capability")
     c.add_argument("--gpu-count", type=int, metavar="N", help="GPUs on the launching node")
     c.add_argument("--compute-capability", type=float, metavar="X.Y", help="the GPU's compute capability, e.g. 8.0")
     c.add_argument("--gpu-memory-gib", type=float, metavar="G", help="memory of one GPU, in GiB")

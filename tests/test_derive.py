@@ -249,3 +249,36 @@ def test_a_hostile_guard_is_bounded(tmp_path: Path) -> None:
     records = build_records(scan)
     out = check_one(records, scan.config, ["vllm", "serve", "m", "-tp", "2"], None, None)
     assert out.parse_error is None
+
+
+def test_a_configs_own_change_under_an_initvar_is_read_with_its_condition(tmp_path: Path) -> None:
+    """`if grow: self.max_loras = 0` in LoRAConfig.__post_init__, where `grow` is an InitVar that
+    create_engine_config passes: the check that reads max_loras afterwards is vLLM's condition
+    with the change in it (unknown only where `grow` holds)."""
+    root = dcp_tree(tmp_path / "tree")
+    parallel = PARALLEL_DERIVE.replace('''    def __post_init__(self):
+        if self.max_loras > 4:
+            raise ValueError("at most 4 LoRAs")''', '''    def __post_init__(self, grow: bool):
+        if grow:
+            self.max_loras = 0
+        self.verify()
+
+    def verify(self):
+        if self.max_loras > 4:
+            raise ValueError("at most 4 LoRAs")''')
+    assert parallel != PARALLEL_DERIVE
+    (root / "vllm/config/parallel.py").write_text(parallel)
+    (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_DERIVE.replace(
+        "spare=self.max_loras - 1)", "spare=self.max_loras - 1, grow=self.max_loras > 6)"))
+    scan = scan_release(SourceSpec(source_dir=str(root)), use_cache=False)
+    assert scan.config is not None
+    check = next(c for c in index_of(scan).checks if c.record_id == ids(scan)["at most 4 LoRAs"])
+    assert "if" in check.expr and {r.shown for r in check.refs if r.kind == "flag"} >= {"--max-loras", "--enable-lora"}
+
+    def raises(*flags: tuple[str, object]) -> object:
+        return run(check, facts_of(scan.config, dict(flags), {}), "").raises  # type: ignore[arg-type]
+
+    assert raises(("enable_lora", True), ("max_loras", 5)) is True
+    assert raises(("enable_lora", True), ("max_loras", 3)) is False
+    assert raises(("enable_lora", True), ("max_loras", 7)) is None  # vLLM sets it to 0 first: kb cannot say
+    assert raises(("max_loras", 5)) is False  # LoRAConfig is not built

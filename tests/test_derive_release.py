@@ -100,3 +100,55 @@ def test_fields_vllm_sets_later_are_not_read_as_given(tmp_path: Path) -> None:
     for words in (["--kernel-config", "{}"], ["--eplb-config", '{"use_async": "false", "communicator": "pynccl"}']):
         out = check_one(records, scan.config, ["vllm", "serve", "m", *words], None, {"gpu_count": 8}, with_valid=False)
         assert out.parse_error is None and not out.predicted, [p.message for p in out.predicted]
+
+
+LLAMA3 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+          "num_key_value_heads": 8, "num_hidden_layers": 32, "max_position_embeddings": 8192}
+
+
+def test_values_vllm_computes_decide_the_scheduler_checks(scan_0_33: ScanResult) -> None:
+    """SchedulerConfig's checks read max_num_batched_tokens and max_num_seqs as vLLM defaults them
+    per GPU, and max_model_len as vLLM derives it (kb/checks/computed.py); the real vLLM 0.33.0
+    raised exactly these (tests/data/oracle-computed-0.33.0.json)."""
+    from kb.checks.computed import GIB, NEEDS, Hardware, modelled
+
+    model = scan_0_33.config
+    assert model is not None
+    assert all(modelled(model, v) for v in NEEDS)  # 0.33.0's functions are the ones followed
+    index = derive(scan_0_33.sites, model)
+    seqs = next(c for c in index.checks if c.file == "vllm/config/scheduler.py" and c.line == 332)
+    assert {r.kind for r in seqs.refs} >= {"computed"}
+    template = "max_num_batched_tokens ({self.max_num_batched_tokens}) must be greater than or equal to " \
+               "max_num_seqs ({self.max_num_seqs})."
+    a100 = Hardware(80 * GIB, "NVIDIA A100-SXM4-80GB", (8, 0))
+    h100 = Hardware(80 * GIB, "NVIDIA H100 80GB HBM3", (9, 0))
+    verdict = run(seqs, facts_of(model, {"max_num_seqs": 4096}, LLAMA3, hardware=a100), template)
+    assert verdict.raises and verdict.message == \
+        "max_num_batched_tokens (2048) must be greater than or equal to max_num_seqs (4096)."
+    assert run(seqs, facts_of(model, {"max_num_seqs": 4096}, LLAMA3, hardware=h100), template).raises is False
+    unknown = run(seqs, facts_of(model, {"max_num_seqs": 4096}, LLAMA3), template)
+    assert unknown.raises is None and any("--gpu" in m for m in unknown.missing)
+    long_prefill = next(c for c in index.checks if c.file == "vllm/config/scheduler.py" and c.line == 356)
+    linear = {**LLAMA3, "max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 4.0}}
+    assert run(long_prefill, facts_of(model, {"long_prefill_token_threshold": 16385}, linear), "").raises
+    assert run(long_prefill, facts_of(model, {"long_prefill_token_threshold": 16384}, linear), "").raises is False
+
+
+def test_kb_check_names_the_gpu(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA3))
+
+    def check(*gpu: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kb", "check", "--vllm-version", "0.33.0", "--model-config",
+                               str(config), *gpu, "--json", "--", "vllm", "serve", "m", "--max-num-seqs", "4096"],
+                              capture_output=True, text=True, timeout=300)
+
+    on_a100 = check("--gpu", "a100")
+    first = json.loads(on_a100.stdout)["first"]
+    assert first is not None and first["message"].startswith("max_num_batched_tokens (2048) must be"), on_a100.stderr
+    assert json.loads(check("--gpu", "h100").stdout)["first"] is None
+    bad = check("--gpu", "no-such-gpu")
+    assert bad.returncode == 2 and "one of: h100" in bad.stderr and "Traceback" not in bad.stderr

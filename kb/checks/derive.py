@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kb.checks.computed import COMPUTED_PROPERTIES, SET_IN, Computed, Hardware, compute, modelled
 from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, check_whitelist, evaluate, shorten
 from kb.checks.jsonfields import MISSING as JSON_MISSING
 from kb.checks.jsonfields import converter
@@ -75,7 +76,7 @@ class Ref:
 
     name: str
     kind: str  # flag, flag-given (its value known only when given), flag-key (flag-key-given), given, config-json,
-    # env, platform,
+    # env, platform, computed (what vLLM computes before its guards: kb/checks/computed.py),
     # unknown (what kb cannot give before launch: `shown` says why)
     key: str  # the flag's dest; "dest.key" of a JSON-valued flag; the config.json key; the variable; the call
     shown: str  # as users name it: --tensor-parallel-size, config.json num_attention_heads
@@ -205,6 +206,8 @@ class _Compiler:
             elif cls is not None:
                 self.assignments.setdefault((cls, name), []).append(("set", f"{c}.{method}", line, "?"))
         self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
+        self.site_file = ""
+        self.in_own = False  # compiling the condition of a config's own change (own_changed_when)
         self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
         self.late_methods = frozenset(m for _, m, _ in model.config_calls)  # what VllmConfig.__post_init__ calls
         self.late_site = False  # the site runs once VllmConfig is built (its own method, or one it calls)
@@ -227,6 +230,7 @@ class _Compiler:
         self.parsed_by: Optional[tuple[Flag, str]] = None
         qual = site.fact.qualname.split(".")
         self.here = (qual[-2] if len(qual) > 1 else "", qual[-1], site.line)
+        self.site_file = site.file
         self.late_site = qual[0] == "VllmConfig"
         try:
             if not site.fact.guard_terms:
@@ -451,6 +455,10 @@ class _Compiler:
                 _chain(n.func.value) is None:
             return None  # a method of a value computed in the guard: `x.lower()` of `(a or b)`
         head = parts[0]
+        if len(parts) == 2 and parts[1] in COMPUTED_PROPERTIES and modelled(self.model, parts[1]) and (
+                (head == "self" and scope.owner == "ModelConfig") or
+                (engine and self.engine_configs.get(head) == "ModelConfig" and head not in scope.locals)):
+            return self.named("computed", parts[1], f"{parts[1]} as vLLM computes it")
         if engine and head in self.engine_configs and head not in scope.locals:
             return self._reference(n, scope, depth, False)  # `model_config.x`: the field of the config it built
         if engine and head != "self" and not (len(parts) == 1 and head in scope.locals):
@@ -476,6 +484,10 @@ class _Compiler:
                 raise _Unknown(f"the parameter {head}: passed through *args or **kwargs")
             caller = self.caller_scope(scope, c)
             return self.tail(self.term(arg.source, caller, depth + 1, engine), parts[1:], n, caller, depth, engine)
+        build = self.builds.get(scope.owner) if scope.function == "__post_init__" and not scope.callers else None
+        if build is not None and len(parts) == 1 and head in dict(build.args) and head not in scope.locals:
+            # an InitVar of a config's __post_init__ (`max_model_len`): what create_engine_config passes
+            return self.term(dict(build.args)[head], _ENGINE_SCOPE, depth + 1, engine=True)
         text = ast.unparse(n) if isinstance(n, ast.Call) else ".".join(parts)
         found = self.reader.resolver.resolve(parts, text, scope, depth)
         if len(found) != 1:
@@ -550,6 +562,8 @@ class _Compiler:
         value = self.named("flag", flag.dest, flag.name)
         if flag.dest in self.filling:
             return value  # read by the condition it is changed under: the value before
+        if self.computed(flag, engine_field):
+            return self.named("computed", flag.dest, f"{flag.name} as vLLM computes it")
         config_how = None if engine_field else self.how_set(flag.config_class or "", flag.config_field or "")
         engine_how = self.how_set("EngineArgs", flag.dest)
         if config_how is None and engine_how is not None:
@@ -563,6 +577,44 @@ class _Compiler:
         if "default" in hows:
             return self.named("flag-given", flag.dest, flag.name)
         return value
+
+    def computed(self, flag: Flag, engine_field: bool) -> bool:
+        """vLLM sets the value before the site only where kb/checks/computed.py follows it (the
+        functions of this release that it follows exactly)."""
+        if flag.dest not in SET_IN or not modelled(self.model, flag.dest):
+            return False
+        if flag.config_class in self.fully_set or (self.late_site and "VllmConfig" in self.anything_set):
+            return False
+        sets = [("EngineArgs", a) for a in self.effective("EngineArgs", flag.dest)]
+        if not engine_field and flag.config_class and flag.config_field:
+            sets += [(flag.config_class, a) for a in self.effective(flag.config_class, flag.config_field)]
+        return bool(sets) and all((cls, method) in SET_IN[flag.dest] for cls, (_, method, _, _) in sets)
+
+    def own_changed_when(self, cls: str, field_name: str) -> Optional[ast.expr]:
+        """When a config's own __post_init__ changes one of its fields before the site (SchedulerConfig
+        turns chunked prefill off `if is_encoder_decoder`): those conditions, read in __post_init__
+        (its InitVars are what create_engine_config passes), joined by `or`; None when one is not
+        read, or the change is elsewhere. Only for a site of that class: its file is the class's."""
+        if self.here[0] != cls or cls in self.fully_set or (self.late_site and "VllmConfig" in self.anything_set) \
+                or self.in_own:
+            return None  # not inside another such condition: one level, so the check stays small
+        conditions: list[ast.expr] = []
+        scope = Scope(self.site_file, cls, "__post_init__")
+        for _, method, _, when in self.effective(cls, field_name):
+            if method != "__post_init__" or when in ("", "?"):
+                return None
+            saved = dict(self.refs)
+            self.in_own = True
+            try:
+                conditions.append(self.term(when, scope, 1))
+            except _Fail:
+                self.refs = saved
+                return None
+            finally:
+                self.in_own = False
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.Or(), conditions)
 
     def changed_when(self, flag: Flag) -> Optional[ast.expr]:
         """When EngineArgs' own code changes the field before the site: the conditions of its
@@ -646,6 +698,9 @@ class _Compiler:
         if "." in name or not name or parts[-1] != name:  # `self.prefetch.offload_group_size`: not `prefetch`
             raise _Unknown(f"{i.read[:80]}: internal ({i.via[:80]})")
         if self.how_set(cls, name) is not None:
+            flag = next((f for f in self.model.flags if (f.config_class, f.config_field) == (cls, name)), None)
+            if flag is not None and self.computed(flag, engine_field=False):
+                return self.named("computed", flag.dest, f"{flag.name} as vLLM computes it")
             raise _Unknown(f"{i.key}: vLLM's own code sets it")
         build = self.builds.get(cls)
         source = dict(build.args).get(name) if build is not None else None
@@ -663,9 +718,16 @@ class _Compiler:
         assert flag.config_class is not None
         build = self.builds[flag.config_class]
         source = dict(build.args).get(flag.config_field or "")
+        if self.computed(flag, engine_field=False):
+            return self.named("computed", flag.dest, f"{flag.name} as vLLM computes it")
         how = self.how_set(flag.config_class, flag.config_field or "")
         if how == "set":
-            raise _Unknown(f"{flag.config_class}.{flag.config_field}: vLLM's own code sets it")
+            own = self.own_changed_when(flag.config_class, flag.config_field or "")
+            if own is None or source is None:
+                raise _Unknown(f"{flag.config_class}.{flag.config_field}: vLLM's own code sets it")
+            changed = self.named("unknown", f"{flag.config_class}.{flag.config_field} as vLLM sets it",
+                                 f"{flag.config_class}.{flag.config_field}: vLLM's own code sets it")
+            return ast.IfExp(own, changed, self.term(source, _ENGINE_SCOPE, depth + 1, engine=True))
         if how == "default":
             if source is not None and source != f"self.{flag.dest}":
                 raise _Unknown(f"{flag.config_class}.{flag.config_field}: built from `{source[:60]}` and set again by "
@@ -754,6 +816,7 @@ class Facts:
     key_defaults: Mapping[str, Any] = field(default_factory=dict)  # "dest.key" -> the class's default for a key left out
     # "dest.key" -> the value pydantic holds for what the JSON gives (kb/checks/jsonfields.py converter)
     key_types: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    computed: Computed = field(default_factory=Computed)  # what vLLM computes before its guards
 
 
 _MISSING = object()
@@ -798,6 +861,8 @@ def value_of(ref: Ref, facts: Facts) -> Any:
         return ref.key in facts.flags
     if ref.kind == "platform":
         return facts.platform.get(ref.key, _MISSING)
+    if ref.kind == "computed":
+        return facts.computed.values.get(ref.key, _MISSING)
     return _MISSING
 
 
@@ -821,7 +886,8 @@ def run(check: Derived, facts: Facts, template: str) -> Verdict:
     try:
         raises = bool(evaluate(check.expr, values, derived=True))
     except MissingInput as e:
-        needed = tuple(r.shown for r in check.refs if r.name == e.name)
+        needed = tuple(facts.computed.missing.get(r.key, r.shown) if r.kind == "computed" else r.shown
+                       for r in check.refs if r.name == e.name)
         return Verdict(check, None, needed or (e.name,))
     except ExprError as e:
         return Verdict(check, None, (), "", e.message)
@@ -852,7 +918,8 @@ def fill(check: Derived, template: str, values: Mapping[str, Any]) -> str:
 
 
 def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str, Any],
-             env: Optional[Mapping[str, Any]] = None, platform: str = "cuda") -> Facts:
+             env: Optional[Mapping[str, Any]] = None, platform: str = "cuda",
+             hardware: Optional[Hardware] = None) -> Facts:
     defaults: dict[str, Any] = {f.dest: f.default for f in model.flags if f.default_known and f.default_exact}
     for f in model.flags:  # a config instance by default (`FaultToleranceConfig(...)`): not None, not a dict
         if f.parses_into and f.dest not in defaults and isinstance(f.default, str) and \
@@ -869,4 +936,5 @@ def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str,
     keys = {f"{dest}.{name}": value for cls, name, value in model.class_defaults for dest in by_class.get(cls, [])
             if cls in {f.parses_into for f in model.flags}}
     types = {f"{dest}.{j.name}": converter(j) for j in model.json_fields for dest in by_class.get(j.config_class, [])}
-    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types)
+    computed = compute(model, parsed, defaults, config, hardware or Hardware())
+    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types, computed)

@@ -11,9 +11,10 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
+from kb.checks.computed import Hardware
 from kb.checks.derive import _MISSING, Derived, DerivedIndex, Facts, Verdict, derive, facts_of, passed_value, run
 from kb.checks.jsonfields import refusal
-from kb.checks.launch import ConfigFile, parse_launch, serve_words
+from kb.checks.launch import ConfigFile, Launch, parse_launch, serve_words
 from kb.checks.order import FieldError, constraint_error, position, pydantic_report, validation_failures
 from kb.checks.predict import Outcome, Prediction, Skipped, predict
 from kb.checks.valid import derived_valid_values, valid_values
@@ -34,14 +35,17 @@ def derived_index(records: Sequence[Record], flags: ConfigModel) -> DerivedIndex
 def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Sequence[str],
               model_config: Optional[ConfigFile] = None, hardware: Optional[dict[str, object]] = None,
               with_valid: bool = True, derived: Optional[DerivedIndex] = None) -> Outcome:
-    outcome = predict(records, parse_launch(argv, model_config, hardware))
+    launch = parse_launch(argv, model_config, hardware)
     if flags is None or not has_parser(flags):
+        outcome = predict(records, launch)
         return with_valid_values(records, outcome) if with_valid else outcome  # no parser: no derived checks
     parsed = parse_command(flags, serve_words(argv))
     if parsed.error is not None:
-        return replace(outcome, parse_error=parsed.error, build_order=flags.build_order)
+        return replace(predict(records, launch), parse_error=parsed.error, build_order=flags.build_order)
     index = derived if derived is not None else derived_index(records, flags)
-    facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {})
+    facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {},
+                     hardware=Hardware.of(hardware))
+    outcome = predict(records, with_computed(launch, facts))
     passed, undecided = passed_errors(index, facts)
     failures = tuple(validation_failures(flags, parsed.values, parsed.given, passed))
     outcome = with_derived(records, outcome, index, facts)
@@ -59,19 +63,44 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
     return outcome
 
 
+# the check vocabulary's inputs that kb computes as vLLM does (kb/checks/computed.py), by value
+# name: what config.json gives (derived_max_model_len), and defaults vLLM computes, which replace
+# the vocabulary's own fallback when the command does not give them (max_model_len)
+FROM_CONFIG = {"derived_max_model_len": "derived_max_model_len"}
+DEFAULTED = {"max_model_len": "max_model_len"}
+
+
+def with_computed(launch: Launch, facts: Facts) -> Launch:
+    """The launch with the inputs vLLM computes: from config.json where it does not give them by
+    name, and the defaults of inputs the command does not give."""
+    got = facts.computed.values
+    add = {n: got[v] for n, v in FROM_CONFIG.items() if v in got and n not in launch.values and n not in launch.bad}
+    defaults = {n: got[v] for n, v in DEFAULTED.items() if v in got and n not in launch.given and n not in launch.bad}
+    if not add and not defaults:
+        return launch
+    sources = {**launch.sources, **dict.fromkeys(add, "config.json, as vLLM derives it"),
+               **dict.fromkeys(defaults, "vLLM's default, as it computes it")}
+    return replace(launch, values={**launch.values, **add, **defaults}, given={**launch.given, **add}, sources=sources)
+
+
 def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedIndex, facts: Facts) -> Outcome:
     """The derived checks' predictions added to the curated ones: a record with a curated check
-    keeps it (it refines its derived twin); unknown ones are listed with what they need. A raise
+    keeps it (it refines its derived twin), unless the launch leaves the curated one undecided and
+    the derived one decides; unknown ones are listed with what they need. A raise
     is predicted only when no check before it in the same function that reads a given flag is
     unknown: vLLM may stop there (configs with an undecided constraint: before_undecided)."""
     by_id: Mapping[str, Record] = {r.id: r for r in records}
-    curated = {r.id for r in records if r.entry is not None and r.entry.check is not None}
+    undecided = {s.record.id for s in outcome.skipped}
+    curated = {r.id for r in records if r.entry is not None and r.entry.check is not None} - undecided
     seen = {p.record.id for p in outcome.predicted}
     ran: list[tuple[Derived, Record, Verdict]] = []
     for check in index.checks:
         r = by_id.get(check.record_id)
         if r is not None and r.id not in curated and r.id not in seen:
             ran.append((check, r, run(check, facts, r.template)))
+    # a curated check the launch does not decide gives way to its derived twin where that one does
+    decided = {r.id for _, r, v in ran if r.id in undecided and v.raises is not None}
+    outcome = replace(outcome, skipped=tuple(s for s in outcome.skipped if s.record.id not in decided))
     # the checks kb cannot decide for this launch, where they are: (file, function) -> [(line, what they need)]
     open_: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
     # (only those reading a flag the command gives: one that reads only defaults passes as it does
@@ -128,7 +157,7 @@ def passed_errors(index: DerivedIndex, facts: Facts) -> tuple[dict[str, list[Fie
     out: dict[str, list[FieldError]] = {}
     undecided: dict[str, tuple[str, ...]] = {}
     for p in index.passed:
-        flags = [r for r in p.refs if r.kind in ("flag", "flag-given") and r.key in facts.flags]
+        flags = [r for r in p.refs if r.kind in ("flag", "flag-given", "computed") and r.key in facts.flags]
         if not flags:
             continue
         value = passed_value(p, facts)
@@ -145,7 +174,7 @@ def passed_errors(index: DerivedIndex, facts: Facts) -> tuple[dict[str, list[Fie
 def reads_given(check: Derived, facts: Facts) -> bool:
     """The check reads a flag, or a key of a JSON-valued flag, that the command gives."""
     for r in check.refs:
-        if r.kind in ("flag", "flag-given") and r.key in facts.flags:
+        if r.kind in ("flag", "flag-given", "computed") and r.key in facts.flags:
             return True
         dest, _, key = r.key.partition(".")
         if r.kind == "flag-key" and isinstance(facts.flags.get(dest), dict) and key in facts.flags[dest]:

@@ -12,7 +12,8 @@ from typing import Any, Optional
 from kb.checks.cli_parse import has_parser, parse_command
 from kb.checks.derive import DerivedIndex, Facts, derive, facts_of, run
 from kb.checks.evaluate import evaluate, substitute
-from kb.checks.launch import command_words, parse_launch, serve_words
+from kb.checks.launch import ConfigFile, command_words, parse_launch, serve_words
+from kb.checks.launch_check import check_one
 from kb.checks.order import validation_failures
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
@@ -172,7 +173,8 @@ def _failed_check(failed: NotRun, r: Record, side: str) -> Located:
 
 
 def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[Located]:
-    """`before` must predict this error, `after` must predict no error at all; neither may be
+    """`before` must predict this error, `after` must predict no error at all (as `kb check` does:
+    curated and derived checks, kb/checks/launch_check.py); neither may be
     refused by vLLM's argument parser (kb/checks/cli_parse.py) or break a config field's
     constraints (kb/checks/order.py): vLLM stops there, before this check."""
     e = r.entry
@@ -198,7 +200,11 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
         launch = parse_launch(words, fix.model_config or None, fix.hardware or None)
         for p in launch.problems:
             problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
-        outcome = predict(records, launch)
+        # as `kb check` runs it: the derived checks and the values vLLM computes too, where the
+        # release's parser is known; else the curated checks alone
+        outcome = check_one(records, config, words, ConfigFile("config.json", dict(fix.model_config or {})),
+                            dict(fix.hardware or {}), with_valid=False) if config is not None and has_parser(config) \
+            else predict(records, launch)
         problems += [_failed_check(n, r, side) for n in outcome.not_run]
         ids = [p.record.id for p in outcome.predicted]
         if side == "before" and r.id not in ids and all(n.record.id != r.id for n in outcome.not_run):

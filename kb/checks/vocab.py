@@ -95,6 +95,9 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
     _config("num_experts", "routed experts of a MoE model; 0 when absent", "num_experts", "moe_num_experts",
             "n_routed_experts", "num_local_experts", "text_config.num_experts", default=0, minimum=0),
     _config("max_position_embeddings", "the model's context length", minimum=1),
+    # no key of its own: kb check computes it from config.json as vLLM does (kb/checks/computed.py)
+    Input("derived_max_model_len", "config", "the context length vLLM derives from config.json (the smallest "
+          "length key, model_max_length, RoPE scaling)", type="float", minimum=1),
     _config("intermediate_size", "MLP width", minimum=1),
     _config("hidden_size", "hidden width", minimum=1),
     _config("num_hidden_layers", "layers", minimum=1),

@@ -241,6 +241,10 @@ class ConfigModel:
     json_fields: tuple[JsonField, ...] = ()  # their fields' types, as pydantic validates a JSON value
     # (local, config class, line): the locals of create_engine_config that hold a config it builds
     engine_configs: tuple[tuple[str, str, int], ...] = ()
+    # (qualified name, digest) of the functions kb/checks/computed.py follows, as this tree has them
+    followed: tuple[tuple[str, str], ...] = ()
+    # config.json model types whose `derive_max_model_len_and_key` vLLM overrides (kb.config.computed)
+    max_len_overrides: tuple[str, ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -285,6 +289,8 @@ class ConfigModel:
             "class_defaults": [list(c) for c in self.class_defaults],
             "json_fields": [f.to_json() for f in self.json_fields],
             "engine_configs": [list(c) for c in self.engine_configs],
+            "followed": [list(f) for f in self.followed],
+            "max_len_overrides": list(self.max_len_overrides),
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -304,4 +310,5 @@ class ConfigModel:
             tuple((c[0], c[1], c[2]) for c in d["config_calls"]),
             tuple((c[0], c[1], c[2]) for c in d["class_defaults"]),
             tuple(JsonField.from_json(f) for f in d["json_fields"]),
-            tuple((c[0], c[1], c[2]) for c in d["engine_configs"]))
+            tuple((c[0], c[1], c[2]) for c in d["engine_configs"]),
+            tuple((f[0], f[1]) for f in d["followed"]), tuple(d["max_len_overrides"]))

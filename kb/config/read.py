@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, TypeVar
 
+from kb.config.computed import followed_digests, max_len_overrides
 from kb.config.envs import read_envs
 from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
@@ -82,7 +83,7 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
                        tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints), tuple(made),
                        tuple(assigned), tuple(calls), tuple(defaults),
-                       tuple(json_fields), tuple(locals_))
+                       tuple(json_fields), tuple(locals_), followed_digests(modules), max_len_overrides(modules))
 
 
 _T = TypeVar("_T")
