@@ -1,5 +1,5 @@
 """`kb check` against real vLLM on recorded launches (tests/data/oracle-launch-<version>.json,
-oracle-order-, -parse-, -derived-, -flags- and -computed-<version>.json, made by bench/oracle/*_cases.py):
+oracle-order-, -parse-, -derived-, -flags-, -computed- and -capability-<version>.json, made by bench/oracle/*_cases.py):
 for each case, is kb's first error vLLM's first error? Counts: same first error, kb predicts it but
 not first, another error first (wrong), missed, false alarm, both clean; by the stage vLLM stopped
 at (argparse, config) and the exception. Runs through kb's own download and cache code
@@ -64,12 +64,19 @@ def same(said: Optional[str], real: str) -> bool:
     return said is not None and (said == real or f"  {real} [" in said or said.endswith(real))
 
 
+def model_folder(case: dict[str, Any]) -> ConfigFile:
+    """The case's config.json with the *.json files bench/oracle/run_case.py wrote beside it."""
+    written = {"config.json", *(("tokenizer.json", "tokenizer_config.json") if case.get("tokenizer", True) else ()),
+               *(case.get("files") or {})}
+    return ConfigFile("config.json", case["config"] or {}, beside=tuple(sorted(n for n in written if n.endswith(".json"))))
+
+
 def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
     scan = scan_release(SourceSpec(vllm_version=version))
     records = curated_records([("", scan)], None).records
     cases: list[dict[str, Any]] = []
     for name, default_config in (("launch", None), ("order", None), ("parse", "config"), ("derived", None),
-                                 ("flags", None), ("computed", None)):
+                                 ("flags", None), ("computed", None), ("capability", None)):
         path = DATA / f"oracle-{name}-{version}.json"
         if not path.is_file():
             continue
@@ -81,8 +88,7 @@ def verdicts(version: str) -> tuple[Counter[str], list[tuple[str, Any]], float]:
     shown: list[tuple[str, Any]] = []
     start = time.perf_counter()
     for c in cases:
-        outcome = check_one(records, scan.config, words_of(c["argv"]), ConfigFile("config.json", c["config"] or {}),
-                            hardware_of(c), with_valid=False)
+        outcome = check_one(records, scan.config, words_of(c["argv"]), model_folder(c), hardware_of(c), with_valid=False)
         events: list[tuple[Any, ...]] = []  # (message, raise sites[, template]) in kb's order
         stop = outcome.parse_error
         if stop is not None:

@@ -66,8 +66,12 @@ def test_reference_page_before_and_after(capsys, tree: Path, entries: Path, conf
 
 
 def test_skipped_checks_and_ignored_flags(capsys, tree: Path, entries: Path, tmp_path: Path) -> None:
+    # with DCP 1 the DCP checks decide clean without the model's heads (an input matters only where
+    # the condition reaches it); with DCP 2 they need them
+    assert main(["check", "--source", str(tree), "--errors", str(entries), "--", "vllm", "serve", "m", "-tp", "16"]) == 0
+    assert "skipped for missing inputs" not in capsys.readouterr().out
     code = main(["check", "--source", str(tree), "--errors", str(entries), "--", "vllm", "serve", "m", "-tp", "16",
-                 "--gpu-memory-utilization", "0.8", "--trust-remote-code", "--foo-bar", "7"])
+                 "-dcp", "2", "--gpu-memory-utilization", "0.8", "--trust-remote-code", "--foo-bar", "7"])
     out = capsys.readouterr().out
     assert code == 0
     assert "2 check(s) skipped for missing inputs:" in out
@@ -311,3 +315,15 @@ def test_words_that_are_not_utf8_and_an_output_that_cannot_encode(tree: Path, en
         assert done.returncode == 0
         data = json.loads(done.stdout)
         assert data["model"] == "org/m\ufffd" and data["ignoredFlags"] == ["--x\ufffd"]
+
+
+def test_a_quantization_config_file_beside_config_json_is_read_from_the_folder(tmp_path: Path) -> None:
+    """`quant_config_file` (kb/checks/vocab.py): true when a file of get_quant_config's names sits in
+    the model folder; unknown for a config given without its folder."""
+    from kb.checks.launch import parse_launch, read_config
+
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    assert parse_launch(["vllm", "serve", "m"], read_config(tmp_path)).values["quant_config_file"] is False
+    (tmp_path / "my_quantize_config.json").write_text("{}")  # vLLM matches the end of the name
+    assert parse_launch(["vllm", "serve", "m"], read_config(tmp_path)).values["quant_config_file"] is True
+    assert "quant_config_file" not in parse_launch(["vllm", "serve", "m"], {"model_type": "llama"}).values

@@ -528,7 +528,11 @@ class _Compiler:
                 return self.built_field(flag, depth)
             whole = self.parsed_into.get(flag.config_class or "")
             if whole is not None:  # the config comes whole from a JSON-valued flag: its key, not this flag
-                return self.named("flag-key", f"{whole.dest}.{flag.config_field}", f"{whole.name}.{flag.config_field}")
+                key, shown = f"{whole.dest}.{flag.config_field}", f"{whole.name}.{flag.config_field}"
+                how = self.how_set(flag.config_class or "", flag.config_field or "")
+                if how == "set":
+                    raise _Unknown(f"{shown}: vLLM's own code sets {flag.config_class}.{flag.config_field}")
+                return self.named("flag-key-given" if how == "default" else "flag-key", key, shown)
             raise _Unknown(f"{flag.config_class}.{flag.config_field}: how vLLM builds {flag.config_class} is not read "
                            "by kb")
         if i.kind == CONFIG_JSON:
@@ -589,6 +593,12 @@ class _Compiler:
         if not engine_field and flag.config_class and flag.config_field:
             sets += [(flag.config_class, a) for a in self.effective(flag.config_class, flag.config_field)]
         return bool(sets) and all((cls, method) in SET_IN[flag.dest] for cls, (_, method, _, _) in sets)
+
+    def only_none_filled(self, cls: str, field_name: str) -> bool:
+        """Nothing sets the field before the site but VllmConfig._set_config_default, which fills
+        a field by name only when it is None."""
+        return not self.effective(cls, field_name) and cls not in self.fully_set and self.late_site and \
+            self.anything_set.get("VllmConfig") == "default"
 
     def own_changed_when(self, cls: str, field_name: str) -> Optional[ast.expr]:
         """When a config's own __post_init__ changes one of its fields before the site (SchedulerConfig
@@ -697,12 +707,16 @@ class _Compiler:
         cls, _, name = i.key.partition(".")
         if "." in name or not name or parts[-1] != name:  # `self.prefetch.offload_group_size`: not `prefetch`
             raise _Unknown(f"{i.read[:80]}: internal ({i.via[:80]})")
+        build = self.builds.get(cls)
         if self.how_set(cls, name) is not None:
             flag = next((f for f in self.model.flags if (f.config_class, f.config_field) == (cls, name)), None)
             if flag is not None and self.computed(flag, engine_field=False):
                 return self.named("computed", flag.dest, f"{flag.name} as vLLM computes it")
-            raise _Unknown(f"{i.key}: vLLM's own code sets it")
-        build = self.builds.get(cls)
+            value = self.class_defaults.get((cls, name), _MISSING)
+            if not (self.only_none_filled(cls, name) and (build is None or name not in dict(build.args))
+                    and isinstance(value, (str, int, float, bool))):
+                raise _Unknown(f"{i.key}: vLLM's own code sets it")
+            return ast.Constant(value)  # VllmConfig fills by name only what is None: its default stays
         source = dict(build.args).get(name) if build is not None else None
         if source is not None:
             return self.term(source, _ENGINE_SCOPE, depth + 1, engine=True)

@@ -4,6 +4,7 @@ hardware facts, turned into values of the check vocabulary (kb/vocab.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ class ConfigFile:
     path: str
     data: dict[str, Any]
     text: str = ""
+    beside: Optional[tuple[str, ...]] = None  # the *.json files of its folder, when it was read from one
 
     def where(self, key_path: str) -> str:
         """`path:line` where the key is written (each part of a dotted path found after the one
@@ -97,7 +99,26 @@ def read_config(path: Path) -> ConfigFile:
         raise UsageError(f"not a readable config.json: {e}", str(file)) from None
     if not isinstance(data, dict):
         raise UsageError("config.json must hold a JSON object", str(file))
-    return ConfigFile(str(file), data, text)
+    return ConfigFile(str(file), data, text, json_files_beside(file))
+
+
+MAX_LISTED = 10_000  # entries of a model folder looked at
+
+
+def json_files_beside(file: Path) -> Optional[tuple[str, ...]]:
+    """The names of the *.json files in the folder of config.json (at most MAX_LISTED entries
+    looked at; None when the folder cannot be listed or holds more)."""
+    names: list[str] = []
+    try:
+        with os.scandir(file.parent) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_LISTED:
+                    return None
+                if entry.name.endswith(".json"):
+                    names.append(entry.name)
+    except OSError:
+        return None
+    return tuple(sorted(names))
 
 
 def serve_words(argv: Sequence[str]) -> list[str]:
@@ -170,6 +191,8 @@ def parse_launch(argv: Sequence[str], config: ConfigFile | dict[str, Any] | None
     for inp in INPUTS.values():
         if inp.kind == "config" and file is not None:
             key, v = config_value(inp, file.data)
+            if v is UNKNOWN and inp.beside and file.beside is not None:  # a file beside config.json
+                key, v = inp.name, any(name.endswith(b) for name in file.beside for b in inp.beside)
             if v is UNKNOWN and inp.name in file.data:  # a fact given by its vocabulary name
                 key, v = inp.name, file.data[inp.name]
             if v is not UNKNOWN:

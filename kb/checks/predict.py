@@ -12,7 +12,7 @@ from kb.checks.cli_parse import ParseError
 from kb.checks.evaluate import evaluate, parse, substitute
 from kb.checks.launch import Launch
 from kb.checks.order import ValidationFailure, position
-from kb.errors import ExprError
+from kb.errors import ExprError, MissingInput
 from kb.model import Check, RaiseSite, Record
 from kb.scan.messages import placeholders
 from kb.scan.unparse import unparse
@@ -91,11 +91,11 @@ def predict(records: Sequence[Record], launch: Launch, messages: bool = True) ->
             not_run.append(NotRun(r, "bad input " + ", ".join(bad)))
             continue
         missing = tuple(i for i in check.inputs if i not in launch.values)
-        if missing:
+        try:  # an input the launch does not give matters only where the condition reaches it
+            raises = bool(evaluate(check.raises_when, launch.values))
+        except MissingInput:
             skipped.append(Skipped(r, missing))
             continue
-        try:
-            raises = bool(evaluate(check.raises_when, launch.values))
         except ExprError as e:
             not_run.append(NotRun(r, f"its condition fails on these values: {e}", str(e)))
             continue

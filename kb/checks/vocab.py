@@ -29,6 +29,7 @@ class Input:
     json_key: Optional[tuple[str, str]] = None  # (flag, key): also read from a JSON flag, e.g. --speculative-config
     fallback: Optional[str] = None  # another input whose value stands in when this one is absent
     minimum: Optional[float] = None  # the smallest value that means anything (a count of GPUs, of heads)
+    beside: tuple[str, ...] = ()  # a config input true when one of these files sits beside config.json
 
 
 def _flag(name: str, doc: str, *aliases: str, default: Any = UNKNOWN, type: str = "str",
@@ -95,6 +96,11 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
     _config("num_experts", "routed experts of a MoE model; 0 when absent", "num_experts", "moe_num_experts",
             "n_routed_experts", "num_local_experts", "text_config.num_experts", default=0, minimum=0),
     _config("max_position_embeddings", "the model's context length", minimum=1),
+    # get_quant_config's standalone files (AWQ, GPTQ and moe_wna16, ModelOpt, INC: get_config_filenames)
+    Input("quant_config_file", "config", "a quantization config file in the model folder (quantize_config.json, "
+          "quant_config.json, hf_quant_config.json or quantization_config.json), where vLLM looks when config.json "
+          "has no quantization_config", type="bool",
+          beside=("quantize_config.json", "quant_config.json", "hf_quant_config.json", "quantization_config.json")),
     # no key of its own: kb check computes it from config.json as vLLM does (kb/checks/computed.py)
     Input("derived_max_model_len", "config", "the context length vLLM derives from config.json (the smallest "
           "length key, model_max_length, RoPE scaling)", type="float", minimum=1),
