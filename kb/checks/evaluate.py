@@ -9,6 +9,7 @@ by one source.
 from __future__ import annotations
 
 import ast
+import functools
 import copy
 import math
 import operator
@@ -76,7 +77,9 @@ def parse(source: str) -> ast.expr:
 
 
 @lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def _parse_checked(source: str, derived: bool) -> ast.expr:
+    """Parsed and whitelisted once per text: the evaluator never changes the tree it walks."""
     node = _parsed(source)
     check_whitelist(node, derived)
     return node
