@@ -9,8 +9,8 @@ by one source.
 from __future__ import annotations
 
 import ast
-import functools
 import copy
+import functools
 import math
 import operator
 import re
