@@ -232,7 +232,27 @@ def hardware_of(args: argparse.Namespace) -> dict[str, Any]:
                 float(f"{found.capability[0]}.{found.capability[1]}") if found else None),
             "gpu_memory_gib": args.gpu_memory_gib if args.gpu_memory_gib is not None else (
                 found.memory_gib if found else None),
-            "gpu_name": found.name if found else None}
+            "gpu_name": found.name if found else None,
+            "memory_exact": found is not None and found.memory_from == "log" and args.gpu_memory_gib is None}
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from kb.fit.report import fit_json, fit_text
+    from kb.jobs import fit_launch
+
+    command = [_argument_text(w) for w in args.command_words]
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise UsageError("give the launch command after --, e.g. kb fit --model-config config.json --gpu h100 -- "
+                         "vllm serve MODEL --max-model-len 32768")
+    hardware = hardware_of(args)
+    if args.gpu_memory_used_gib is not None:
+        hardware["gpu_memory_used_gib"] = args.gpu_memory_used_gib
+    report = fit_launch(_spec(args), command, Path(args.model_config), hardware, _errors(args),
+                        use_cache=not args.no_cache)
+    _write(fit_json(report, args.site_url) if args.json else fit_text(report, args.site_url))
+    return 1 if report.parse_error is not None or report.errors else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -368,6 +388,23 @@ def parser() -> argparse.ArgumentParser:
     _release_options(c)
     c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     c.set_defaults(func=cmd_check)
+
+    f = sub.add_parser("fit", help="will it fit? vLLM's KV cache size and memory errors, predicted before launch",
+                       usage="kb fit --model-config FILE_OR_DIR (--gpu NAME | --gpu-memory-gib G) [--gpu-count N] "
+                             "[--json] -- vllm serve MODEL [FLAGS...]")
+    f.add_argument("--model-config", metavar="FILE_OR_DIR", required=True,
+                   help="the model's config.json, or its folder (the checkpoint's size is read from the files there)")
+    f.add_argument("--gpu", metavar="NAME", help="the GPU (h100, a100-80gb, l4, ...: kb/hardware.py)")
+    f.add_argument("--gpu-count", type=int, metavar="N", help="GPUs on the launching node")
+    f.add_argument("--compute-capability", type=float, metavar="X.Y", help="the GPU's compute capability")
+    f.add_argument("--gpu-memory-gib", type=float, metavar="G", help="total memory of one GPU, in GiB, as torch reports it")
+    f.add_argument("--gpu-memory-used-gib", type=float, metavar="G",
+                   help="memory other processes hold on each GPU at startup")
+    f.add_argument("--json", action="store_true", help="print JSON")
+    f.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    _release_options(f)
+    f.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
+    f.set_defaults(func=cmd_fit)
 
     fl = sub.add_parser("flags", help="the `vllm serve` flags of a vLLM tree, read from its source: defaults, "
                                       "choices, help and the config field each sets; with --env, --config-json, "

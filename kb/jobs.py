@@ -17,16 +17,18 @@ from typing import TYPE_CHECKING, Optional
 
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
-from kb.model import ScanResult, TreeInfo, Wording
+from kb.model import Record, ScanResult, TreeInfo, Wording
 from kb.paths import cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.defaults import DEFAULT_EXCEPTIONS, Progress
 from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
 
 if TYPE_CHECKING:
+    from kb.checks.derive import DerivedIndex
     from kb.checks.predict import Outcome
     from kb.config.model import ConfigModel
     from kb.explain.match import Explanation
+    from kb.fit.launch import FitReport
     from kb.records.lint import LintReport
     from kb.records.merge import Merged
     from kb.releases.history import History
@@ -326,21 +328,43 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
     """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
     its configs' field constraints, then which curated errors vLLM would raise for this launch
     (checks with all inputs known), in vLLM's order."""
-    from kb.checks import index
     from kb.checks.launch import read_config
-    from kb.checks.launch_check import check_one, derived_index
+    from kb.checks.launch_check import check_one
 
     model_config = read_config(config) if config is not None else None
+    records, model, derived = _check_inputs(spec, errors, use_cache)
+    return check_one(records, model, argv, model_config, hardware, derived=derived)
+
+
+def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Path, hardware: dict[str, object],
+               errors: Optional[Path] = None, use_cache: bool = True) -> FitReport:
+    """Whether the launch fits the GPU, as vLLM sizes its KV cache (kb/fit/): the model's
+    config.json (and the checkpoint's size when its files sit beside it)."""
+    from kb.checks.launch import read_config
+    from kb.fit.launch import checkpoint_bytes, fit_one
+
+    model_config = read_config(config)
+    records, model, _ = _check_inputs(spec, errors, use_cache)
+    return fit_one(records, model, argv, model_config, hardware, checkpoint_bytes(Path(model_config.path).parent))
+
+
+def _check_inputs(spec: SourceSpec, errors: Optional[Path], use_cache: bool
+                  ) -> tuple[Sequence[Record], Optional[ConfigModel], Optional[DerivedIndex]]:
+    """The records, flag model and derived checks of a release: from `kb check`'s index in the
+    cache (kb/checks/index.py), else scanned (and the index written)."""
+    from kb.checks import index
+    from kb.checks.launch_check import derived_index
+
     path = _index_path(spec, errors) if use_cache else None
     loaded = index.load(path) if path is not None else None
     if loaded is not None:
-        records, model, derived = loaded
-        return check_one(records, model, argv, model_config, hardware, derived=derived)
+        return loaded
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
-    if path is not None and result.config is not None:
-        index.save(path, merged.records, result.config, derived_index(merged.records, result.config))
-    return check_one(merged.records, result.config, argv, model_config, hardware)
+    derived = derived_index(merged.records, result.config) if result.config is not None else None
+    if path is not None and result.config is not None and derived is not None:
+        index.save(path, merged.records, result.config, derived)
+    return merged.records, result.config, derived
 
 
 def _index_path(spec: SourceSpec, errors: Optional[Path]) -> Optional[Path]:

@@ -1,0 +1,121 @@
+"""One launch sized as `kb fit` does: the command through vLLM's parser (kb/checks/cli_parse.py),
+the values vLLM computes before it starts (max_model_len, the batch defaults per GPU:
+kb/checks/computed.py), the release's own defaults (`--gpu-memory-utilization`,
+VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS) from its flag model, then the memory arithmetic
+(kb/fit/memory.py); the errors it predicts get the ids of the release's raise sites."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from kb.checks.cli_parse import ParseError, has_parser, parse_command
+from kb.checks.computed import Hardware
+from kb.checks.derive import facts_of
+from kb.checks.launch import ConfigFile, serve_words
+from kb.config.model import ConfigModel
+from kb.errors import UsageError
+from kb.fit.memory import GIB, Fit, FitInput, compute
+from kb.fit.shape import shape_of
+from kb.model import Record
+
+# the memory errors of kb/fit/memory.py and how their template starts in the scanned release
+TEMPLATES = {
+    "no-memory": "No available memory for the cache blocks",
+    "max-seq-len": "To serve at least one request with the model's max seq len",
+    "free-memory": "Free memory on device",
+    "auto-fit": "Cannot auto-fit max_model_len",
+}
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FitError:
+    key: str
+    id: Optional[str]  # the raise site's id in this release (None: not a vLLM raise, e.g. CUDA OOM)
+    message: str
+
+
+@dataclass(frozen=True)
+class FitReport:
+    fit: Optional[Fit]
+    errors: tuple[FitError, ...]
+    parse_error: Optional[ParseError]
+    assumptions: tuple[str, ...]  # what kb assumed, where the launch did not say
+
+
+def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
+    """The weights on disk: `metadata.total_size` of model.safetensors.index.json, else the sizes
+    of the *.safetensors (else *.bin) files in the model folder; None when there are none."""
+    if folder is None or not folder.is_dir():
+        return None
+    index = folder / "model.safetensors.index.json"
+    try:
+        if index.is_file() and index.stat().st_size <= MAX_INDEX_BYTES:
+            total = json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
+            if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0:
+                return float(total)
+        for pattern in (".safetensors", ".bin"):
+            sizes = [e.stat().st_size for e in os.scandir(folder) if e.name.endswith(pattern) and e.is_file()]
+            if sizes:
+                return float(sum(sizes))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Sequence[str], config: ConfigFile,
+            hardware: Mapping[str, Any], checkpoint: Optional[float] = None) -> FitReport:
+    if model is None or not has_parser(model):
+        raise UsageError("this release's `vllm serve` parser could not be read, so kb cannot size the launch")
+    parsed = parse_command(model, serve_words(argv))
+    if parsed.error is not None:
+        return FitReport(None, (), parsed.error, ())
+    memory = hardware.get("gpu_memory_gib")
+    if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
+        raise UsageError("give the GPU: --gpu NAME or --gpu-memory-gib G")
+    hw = Hardware.of(hardware)
+    facts = facts_of(model, parsed.values, config.data, hardware=hw)
+    got, flags = facts.computed.values, {**facts.defaults, **parsed.values}
+    assumptions: list[str] = []
+
+    def number(dest: str, default: Any) -> Any:
+        value = flags.get(dest)
+        return default if value is None else value
+
+    length = got.get("max_model_len")
+    if not isinstance(length, int):
+        raise UsageError("kb cannot tell max_model_len: "
+                         f"{facts.computed.missing.get('max_model_len', 'config.json does not give it')}; give --max-model-len")
+    tokens, seqs = got.get("max_num_batched_tokens"), got.get("max_num_seqs")
+    if not isinstance(tokens, int) or not isinstance(seqs, int):
+        tokens, seqs = number("max_num_batched_tokens", 2048), number("max_num_seqs", 256)
+        assumptions.append(f"max_num_batched_tokens {tokens}, max_num_seqs {seqs} (vLLM's default here: "
+                           f"{facts.computed.missing.get('max_num_batched_tokens', 'unknown')})")
+    estimate = model.env_var("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+    cg = bool(estimate.default) if estimate is not None and estimate.default_known else True
+    shape = shape_of(config.data, config.path)
+    kv_bytes = number("kv_cache_memory_bytes", None)
+    blocks = number("num_gpu_blocks_override", None)
+    inp = FitInput(
+        shape=shape, total_memory=float(memory) * GIB, memory_exact=bool(hardware.get("memory_exact")),
+        tp=int(number("tensor_parallel_size", 1)), pp=int(number("pipeline_parallel_size", 1)),
+        utilization=float(number("gpu_memory_utilization", 0.92)), max_model_len=length,
+        auto_fit=parsed.values.get("max_model_len") == -1, kv_cache_dtype=str(number("kv_cache_dtype", "auto")),
+        max_num_batched_tokens=tokens, max_num_seqs=seqs, enforce_eager=bool(number("enforce_eager", False)),
+        block_size=number("block_size", None), cpu_offload_gib=float(number("cpu_offload_gb", 0) or 0),
+        kv_cache_memory_bytes=int(kv_bytes) if isinstance(kv_bytes, (int, float)) else None,
+        num_gpu_blocks_override=int(blocks) if isinstance(blocks, int) else None,
+        quantization=flags.get("quantization"), checkpoint_bytes=checkpoint,
+        memory_used_elsewhere=float(hardware.get("gpu_memory_used_gib") or 0) * GIB,
+        estimate_cudagraphs=cg, capability=hw.capability)
+    fit = compute(inp)
+    ids = {key: next((r.id for r in records if r.template.startswith(start)), None) for key, start in TEMPLATES.items()}
+    errors = tuple(FitError(e.key, ids.get(e.key), e.message) for e in fit.errors)
+    if checkpoint is None:
+        assumptions.append("the weights are estimated from config.json (no checkpoint files beside it)")
+    return FitReport(fit, errors, None, tuple(assumptions))

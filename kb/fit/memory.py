@@ -1,0 +1,272 @@
+"""The worker's memory budget and the KV cache it leaves, as vLLM 0.33.0 computes them at startup,
+and the memory errors it raises. Each step cites the function it follows (vllm/...):
+
+- `requested_memory = ceil(total * gpu_memory_utilization)` (v1/worker/utils.py `request_memory`),
+  which raises "Free memory on device ..." when the GPU has less free;
+- `available = requested - non_kv_cache_memory - cudagraph_estimate` (v1/worker/gpu_worker.py
+  `determine_available_memory`), where non_kv_cache_memory is the weights plus what the profile
+  run leaves and peaks at (utils/mem_utils.py `memory_profiling`), or `--kv-cache-memory-bytes`;
+- page sizes (v1/kv_cache_interface.py `AttentionSpec.page_size_bytes`, `MLAAttentionSpec`),
+  groups of hybrid models and bytes per block (v1/core/kv_cache_planning.py
+  `_get_kv_cache_groups_uniform_page_size`, `_get_kv_cache_bytes_per_block`);
+- `num_blocks = available // bytes_per_block`, the tokens and concurrency figures
+  (v1/core/kv_cache_utils.py `update_kv_cache_capacity`), the errors of
+  `_check_enough_kv_cache_memory` and the estimated maximum length (`_estimate_max_model_len_from_groups`).
+
+What vLLM measures while profiling (the activation peak, the memory outside torch, CUDA graphs)
+kb estimates from the shape with a formula fitted to real startup logs
+(tests/data/startup_logs.yaml); every figure says whether it is exact or estimated, and how."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kb.fit.shape import DTYPE_BYTES, Shape, weight_bytes
+
+GIB = 1 << 30
+# fitted to the profile figures of real vLLM startup logs (tests/data/startup_logs.yaml, vLLM 0.19.0 on
+# H100: "torch peak memory increase", "non-torch forward increase memory", "Graph capturing ... took")
+SAMPLER_BYTES_PER_LOGIT = 14.5  # logits of min(T, R) requests: model dtype, an fp32 copy, top-k/top-p buffers
+NON_TORCH_TP1 = 0.26 * GIB
+NON_TORCH_TP = 2.08 * GIB  # with tensor parallelism: NCCL and custom all-reduce buffers
+CUDAGRAPH_BASE, CUDAGRAPH_PER_LAYER = 0.6 * GIB, 0.0125 * GIB
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    exact: bool
+    how: str  # which formula or assumption gives it
+
+    def to_json(self) -> dict[str, object]:
+        return {"value": self.value, "exact": self.exact, "how": self.how}
+
+
+@dataclass(frozen=True)
+class FitInput:
+    shape: Shape
+    total_memory: float  # bytes of one GPU, as torch reports it
+    memory_exact: bool  # from the GPU's reported total (else a nominal size)
+    tp: int = 1
+    pp: int = 1
+    utilization: float = 0.92
+    max_model_len: int = 0  # as vLLM computes it (kb/checks/computed.py)
+    auto_fit: bool = False  # --max-model-len -1 / auto
+    kv_cache_dtype: str = "auto"
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 1024
+    enforce_eager: bool = False
+    block_size: Optional[int] = None
+    cpu_offload_gib: float = 0.0
+    kv_cache_memory_bytes: Optional[int] = None
+    num_gpu_blocks_override: Optional[int] = None
+    quantization: Optional[str] = None
+    checkpoint_bytes: Optional[float] = None  # the weights on disk (safetensors index or file sizes)
+    memory_used_elsewhere: float = 0.0  # bytes other processes hold on the GPU at startup
+    estimate_cudagraphs: bool = True  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default in the release
+    capability: Optional[tuple[int, int]] = None
+
+
+@dataclass(frozen=True)
+class MemoryError_:
+    key: str  # no-memory | max-seq-len | free-memory | weights | auto-fit
+    message: str
+
+
+@dataclass(frozen=True)
+class Fit:
+    weights: Figure  # per GPU
+    activation_peak: Figure
+    non_torch: Figure
+    cuda_graph: Figure
+    requested: Figure
+    available_kv: Figure  # per GPU
+    kv_bytes_per_token: Figure  # per GPU, all its layers
+    block_size: int
+    bytes_per_block: int
+    num_blocks: int
+    kv_cache_tokens: Figure
+    max_concurrency: Figure
+    max_model_len: int
+    max_model_len_fits: Figure
+    errors: tuple[MemoryError_, ...] = field(default_factory=tuple)
+
+
+def format_gib(b: float) -> str:
+    """vLLM's format_gib (vllm/utils/mem_utils.py): `str(round(b / GiB, 2))`."""
+    return str(round(b / GIB, 2))
+
+
+def kv_dtype_bytes(s: Shape, kv_cache_dtype: str) -> int:
+    if kv_cache_dtype in ("auto", "", None):
+        return DTYPE_BYTES.get(s.dtype, 2)
+    return 1 if kv_cache_dtype.startswith(("fp8", "nvfp4", "int8", "int4", "turboquant", "octave")) else \
+        DTYPE_BYTES.get(kv_cache_dtype, 2)
+
+
+def default_block_size(s: Shape, capability: Optional[tuple[int, int]]) -> int:
+    """Platform.update_block_size_for_backend: 16 (FlashAttention, Triton); MLA backends want their
+    own: FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell."""
+    if s.mla and capability is not None:
+        if capability[0] == 9:
+            return 64
+        if capability[0] == 10:
+            return 128
+    return 16
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The KV cache of one worker: page bytes per layer and block, the layer groups that share a
+    block id (hybrid models), bytes per block."""
+
+    page: int  # bytes of one block of one layer
+    block_size: int
+    full_layers: int
+    sliding_layers: int
+    window: int
+    group_size: int  # layers per group (all layers when uniform)
+    sliding_groups: int
+    full_groups: int
+
+    @property
+    def bytes_per_block(self) -> int:
+        return self.group_size * self.page
+
+    def blocks_per_request(self, length: int, inflight: int) -> int:
+        """Σ over groups cdiv(max_memory_usage_bytes, page) (kv_cache_interface.py
+        FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes)."""
+        full = -(-length // self.block_size)
+        sliding = -(-min(self.window - 1 + inflight, length) // self.block_size) + 1
+        return self.full_groups * full + self.sliding_groups * sliding
+
+
+def layout(s: Shape, tp: int, pp: int, kv_cache_dtype: str, block_size: int) -> Layout:
+    b = kv_dtype_bytes(s, kv_cache_dtype)
+    if s.mla:  # one latent, replicated across TP (MLAAttentionSpec: num_kv_heads 1)
+        page = block_size * (s.kv_lora_rank + s.qk_rope_head_dim) * b
+    else:  # K and V of max(1, kv_heads // tp) heads (ModelConfig.get_num_kv_heads)
+        page = block_size * max(1, s.kv_heads // tp) * (s.head_dim + s.head_dim) * b
+    layers = -(-s.layers // pp)  # the largest pipeline stage (get_pp_indices) sets num_blocks
+    sliding = round(layers * sum(s.sliding) / len(s.sliding)) if s.sliding else 0
+    full = layers - sliding
+    if not sliding or not full:  # one spec for every layer: one group of all of them
+        return Layout(page, block_size, full, sliding, s.sliding_window, layers, 1 if sliding else 0,
+                      1 if full else 0)
+    small, large = min(full, sliding), max(full, sliding)
+    group = large if large < 1.5 * small else small  # _get_kv_cache_groups_uniform_page_size
+    return Layout(page, block_size, full, sliding, s.sliding_window, group, -(-sliding // group), -(-full // group))
+
+
+def activation_peak(s: Shape, inp: FitInput) -> float:
+    """The profile run's transient peak (a dummy batch of max_num_batched_tokens over
+    min(max_num_batched_tokens, max_num_seqs) requests, then the sampler on their logits): the
+    larger of the sampler's logits and the forward pass's hidden and MLP activations, plus the
+    fused-MoE workspace. Estimated; the constants are fitted to real logs."""
+    t, r = inp.max_num_batched_tokens, min(inp.max_num_batched_tokens, inp.max_num_seqs)
+    sampler = SAMPLER_BYTES_PER_LOGIT * r * s.vocab
+    mlp = 0 if s.experts else 3 * s.intermediate // inp.tp
+    forward = t * (4 * s.hidden + mlp) * 2
+    moe = 2 * t * s.experts_per_token * 2 * s.moe_intermediate // inp.tp * 2 if s.experts else 0
+    return max(sampler, forward) + moe
+
+
+def compute(inp: FitInput) -> Fit:
+    s = inp.shape
+    block = inp.block_size or default_block_size(s, inp.capability)
+    lay = layout(s, inp.tp, inp.pp, inp.kv_cache_dtype, block)
+    if inp.checkpoint_bytes is not None:
+        weights = Figure(inp.checkpoint_bytes / (inp.tp * inp.pp), True,
+                         "the checkpoint's size split over tensor and pipeline ranks")
+    else:
+        weights = Figure(weight_bytes(s, inp.quantization) / (inp.tp * inp.pp), False,
+                         "parameters counted from config.json at their dtype or quantized bits, split over the ranks")
+    if inp.cpu_offload_gib:
+        weights = Figure(max(0.0, weights.value - inp.cpu_offload_gib * GIB), weights.exact,
+                         weights.how + ", less --cpu-offload-gb")
+    requested = Figure(float(math.ceil(inp.total_memory * inp.utilization)), inp.memory_exact,
+                       "ceil(total memory x --gpu-memory-utilization) (request_memory)")
+    act = Figure(activation_peak(s, inp), False,
+                 f"profile run of {inp.max_num_batched_tokens} tokens, {min(inp.max_num_batched_tokens, inp.max_num_seqs)} "
+                 "requests: the sampler's logits or the forward activations, plus the MoE workspace (fitted to real logs)")
+    non_torch = Figure(NON_TORCH_TP if inp.tp > 1 else NON_TORCH_TP1, False,
+                       "memory outside torch that the profile run adds (fitted to real logs)")
+    if inp.enforce_eager or not inp.estimate_cudagraphs:
+        cg = Figure(0.0, True, "--enforce-eager: no CUDA graphs" if inp.enforce_eager else
+                    "this release does not subtract CUDA graph memory before sizing the KV cache")
+    else:
+        cg = Figure(CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * (lay.full_layers + lay.sliding_layers), False,
+                    "CUDA graph memory estimate, subtracted by default (fitted to real logs)")
+    if inp.kv_cache_memory_bytes is not None:
+        available = Figure(float(inp.kv_cache_memory_bytes), True, "--kv-cache-memory-bytes")
+    else:
+        available = Figure(requested.value - weights.value - act.value - non_torch.value - cg.value, False,
+                           "requested - weights - activation peak - non-torch - CUDA graphs (determine_available_memory)")
+    bpb = lay.bytes_per_block
+    inflight = (inp.pp + 1) * inp.max_num_batched_tokens  # max_concurrent_batches * T (async scheduling)
+    blocks = max(0, int(available.value // bpb))
+    if inp.num_gpu_blocks_override is not None:
+        blocks = inp.num_gpu_blocks_override
+    length = inp.max_model_len
+    check = available.value - bpb if inp.num_gpu_blocks_override is None else (blocks - 1) * bpb
+
+    def needed(n: int) -> int:
+        return bpb * lay.blocks_per_request(n, inflight)
+
+    def longest(memory: float) -> int:  # _estimate_max_model_len_from_groups: binary search over [1, length]
+        if memory <= 0 or needed(1) > memory:
+            return 0
+        lo, hi = 1, max(1, length)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if needed(mid) <= memory:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    fits_len = longest(check)
+    errors: list[MemoryError_] = []
+    free = inp.total_memory - inp.memory_used_elsewhere
+    if inp.memory_used_elsewhere and free < requested.value:
+        errors.append(MemoryError_("free-memory", (
+            f"Free memory on device cuda:0 ({format_gib(free)}/{format_gib(inp.total_memory)} GiB) on startup is less "
+            f"than desired GPU memory utilization ({inp.utilization}, {format_gib(requested.value)} GiB). Decrease GPU "
+            "memory utilization or reduce GPU memory used by other processes.")))
+    if weights.value > requested.value and inp.kv_cache_memory_bytes is None:
+        errors.append(MemoryError_("weights", (
+            f"the weights ({format_gib(weights.value)} GiB per GPU) exceed the memory vLLM may use "
+            f"({format_gib(requested.value)} GiB): loading fails with CUDA out of memory")))
+    if inp.auto_fit:
+        if fits_len <= 0:
+            errors.append(MemoryError_("auto-fit", "Cannot auto-fit max_model_len: not enough GPU memory available to "
+                                                   "serve even a single token. Try increasing `gpu_memory_utilization`."))
+        else:
+            length = min(length, fits_len)
+    elif check <= 0:
+        errors.append(MemoryError_("no-memory", (
+            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
+            "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")))
+    elif needed(length) > check:
+        estimate = f"Based on the available memory, the estimated maximum model length is {fits_len}. " if fits_len else ""
+        errors.append(MemoryError_("max-seq-len", (
+            f"To serve at least one request with the model's max seq len ({length}), ({format_gib(needed(length))} GiB "
+            f"KV cache is needed, which is larger than the available KV cache memory ({format_gib(check)} GiB). "
+            f"{estimate}Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+            "decreasing `max_model_len` when initializing the engine. See "
+            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")))
+    per_request = lay.blocks_per_request(length, inflight) if length > 0 else 1
+    concurrency = blocks / per_request
+    tokens = int(concurrency * length)
+    per_token = (lay.full_layers + lay.sliding_layers) * lay.page / block
+    derived = not available.exact
+    return Fit(weights, act, non_torch, cg, requested, available,
+               Figure(per_token, True, "K and V (or the MLA latent) of every layer on one GPU, at the KV cache dtype"),
+               block, bpb, blocks,
+               Figure(float(tokens), not derived, "int(num_blocks / blocks per request x max_model_len)"),
+               Figure(concurrency, not derived, "num_blocks / blocks per request at max_model_len"), length,
+               Figure(float(fits_len), not derived, "the longest max_model_len whose blocks fit (binary search)"),
+               tuple(errors))
