@@ -8,9 +8,12 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from kb.errors import KBError, UsageError
+
+if TYPE_CHECKING:
+    from kb.fit.launch import FitReport
 from kb.scan.defaults import DEFAULT_EXCEPTIONS
 from kb.scan.source import SourceSpec
 
@@ -255,8 +258,24 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 1 if report.parse_error is not None or report.errors else 0
 
 
+def _fit_too(args: argparse.Namespace, command: list[str], hardware: dict[str, Any]) -> Optional[FitReport]:
+    """kb fit's figures inside kb check, when the model's config.json and the GPU's memory are
+    given; None (and a note) when the launch cannot be sized."""
+    from kb.jobs import fit_launch
+
+    if not args.model_config or hardware.get("gpu_memory_gib") is None:
+        return None
+    try:
+        return fit_launch(_spec(args), command, Path(args.model_config), hardware, _errors(args),
+                          use_cache=not args.no_cache)
+    except UsageError as e:
+        _err(f"note: not sized for memory: {e}")
+        return None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from kb.checks.report import outcome_json, outcome_text
+    from kb.fit.report import fit_dict, fit_text
     from kb.jobs import check_launch
 
     command = [_argument_text(w) for w in args.command_words]
@@ -267,7 +286,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     hardware = hardware_of(args)
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache)
-    _write(outcome_json(outcome, args.site_url) if args.json else outcome_text(outcome, args.site_url))
+    fit = _fit_too(args, command, hardware) if outcome.parse_error is None else None
+    if args.json:
+        _write(outcome_json(outcome, args.site_url, fit_dict(fit, args.site_url) if fit is not None else None))
+    else:
+        _write(outcome_text(outcome, args.site_url) + ("\n" + fit_text(fit, args.site_url) if fit is not None else ""))
     for problem in outcome.launch.problems:
         _err(f"Error: {problem}")
     for n in outcome.not_run:
@@ -275,6 +298,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             _err(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}")
     if outcome.parse_error is not None or outcome.validation:
         return 1  # vLLM exits reading the command line or building a config: what kb could not read comes after
+    if fit is not None and fit.errors:
+        return 1  # a memory error at startup (kb fit)
     if not outcome.complete:
         return 2
     return 1 if outcome.errors else 0

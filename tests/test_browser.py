@@ -240,3 +240,90 @@ def test_site_lookup_and_kb_explain_agree(base_url: str, browser) -> None:
         FILLED.lower(), "[Bug]: " + FILLED[:-1], "RuntimeError: Worker failed with error '" + FILLED + "', see above",
         "I got `" + FILLED + "` with TP 16",
     ])
+
+
+KV_PLANNING = '''
+def format_gib(b):
+    return str(round(b / (1 << 30), 2))
+
+
+def check_enough(available_memory, max_model_len, needed_memory, estimated):
+    if available_memory <= 0:
+        raise ValueError(
+            "No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine."
+        )
+    if needed_memory > available_memory:
+        raise ValueError(
+            f"To serve at least one request with the model's max seq len "
+            f"({max_model_len}), ({format_gib(needed_memory)} GiB KV cache is "
+            "needed, which is larger than the available KV cache memory "
+            f"({format_gib(available_memory)} GiB). {estimated}Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len`."
+        )
+'''
+
+
+@pytest.fixture(scope="module")
+def memory_url(tmp_path_factory: pytest.TempPathFactory):
+    from fixture_tree import tree_files, write_tree
+    from kb.cli import main
+
+    tmp = tmp_path_factory.mktemp("memory")
+    tree = write_tree(tmp / "tree", tree_files("0.1.0", broken=False) | {"vllm/v1/core/kv_cache_planning.py": KV_PLANNING})
+    assert main(["build", "--source", str(tree), "-o", str(tmp / "site"), "--quiet"]) == 0
+    srv = make_server(tmp / "site", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", tree
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) -> None:
+    """The "Will it fit?" form (static/fit.js) and kb fit's arithmetic (kb/fit/memory.py) on the
+    same launches: the same tokens, the same longest length, the same error in vLLM's words."""
+    import json
+
+    from kb.fit.memory import GIB, FitInput, compute
+    from kb.fit.shape import shape_of
+    from kb.hardware import gpu
+    from kb.scan.source import SourceSpec
+    from kb.jobs import scan_release
+
+    url, tree = memory_url
+    scan = scan_release(SourceSpec(source_dir=str(tree)), use_cache=False)
+    ident = next(s.id for s in scan.sites if s.template.startswith("To serve at least one request"))
+    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    page.goto(f"{url}/errors/{ident}/")
+    out = page.locator("#fit .fit-out")
+    out.locator("dl").wait_for(timeout=10000)
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+             "num_key_value_heads": 8, "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256,
+             "torch_dtype": "bfloat16", "max_position_embeddings": 8192}
+    reference = {**llama, "hidden_size": 6144, "num_attention_heads": 48, "num_hidden_layers": 64, "head_dim": 128,
+                 "intermediate_size": 24576, "max_position_embeddings": 131072}
+    gemma2 = {**llama, "model_type": "gemma2", "num_hidden_layers": 46, "num_key_value_heads": 16, "head_dim": 128,
+              "hidden_size": 4608, "intermediate_size": 36864, "vocab_size": 256000, "sliding_window": 4096}
+    for config, card, length, tp in ((reference, "h100", 131072, 1), (llama, "h100", 8192, 1), (llama, "l4", 8192, 1),
+                                     (gemma2, "a100-80gb", 8192, 2), (reference, "b200", 65536, 4)):
+        g = gpu(card)
+        assert g is not None
+        page.fill("#fit textarea[name=config]", json.dumps(config))
+        page.select_option("#fit select[name=gpu]", card)
+        page.fill("#fit input[name=max_model_len]", str(length))
+        page.fill("#fit input[name=tensor_parallel_size]", str(tp))
+        big = g.memory_gib >= 160 or (g.memory_gib >= 70 and "a100" not in g.name.lower())
+        tokens, seqs = ((16384 if g.memory_gib >= 160 else 8192), 1024) if big else (2048, 256)
+        fit = compute(FitInput(shape_of(config), g.memory_gib * GIB, True, tp=tp, max_model_len=length,
+                               max_num_batched_tokens=min(tokens, seqs * length), max_num_seqs=seqs,
+                               capability=g.capability))
+        shown = out.locator("dd[data-key='KV cache tokens']").inner_text()
+        assert shown == str(int(fit.kv_cache_tokens.value)), (card, config["num_hidden_layers"], shown, fit.kv_cache_tokens)
+        assert out.locator("dd[data-key='Longest max_model_len that fits']").inner_text() == str(int(
+            fit.max_model_len_fits.value))
+        verdict = out.locator(".fit-verdict").inner_text()
+        assert verdict == ("vLLM raises: " + fit.errors[0].message if fit.errors else
+                           "Fits: vLLM starts with this KV cache."), (card, verdict)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert_not_blank(page.locator("#fit").screenshot(path=str(SHOTS / "fit-form.png")))
+    page.close()

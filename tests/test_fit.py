@@ -248,3 +248,14 @@ def test_kb_fit_cli_json(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "kb", "fit", "--vllm-version", "0.33.0", "--model-config", str(folder),
                           "--", "vllm", "serve", "m"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--gpu NAME or --gpu-memory-gib" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_kb_check_carries_the_fit_when_the_gpu_is_known(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(REFERENCE))
+    base = [sys.executable, "-m", "kb", "check", "--vllm-version", "0.33.0", "--model-config", str(tmp_path), "--json"]
+    words = ["--", "vllm", "serve", "m", "--max-model-len", "131072"]
+    with_gpu = subprocess.run([*base, "--gpu", "h100", *words], capture_output=True, text=True, timeout=300)
+    out = json.loads(with_gpu.stdout)
+    assert with_gpu.returncode == 1 and out["fit"]["verdict"] == "max-seq-len" and out["fit"]["kv_bytes_per_token"] == 262144
+    without = subprocess.run([*base, *words], capture_output=True, text=True, timeout=300)
+    assert "fit" not in json.loads(without.stdout)  # the GPU's memory not given: not sized

@@ -26,7 +26,8 @@ def _first(outcome: Outcome) -> Optional[dict[str, Any]]:
     return {"kind": "check", "id": e.record.id, "message": e.message}
 
 
-def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
+def outcome_json(outcome: Outcome, site_url: Optional[str] = None, fit: Optional[dict[str, Any]] = None) -> str:
+    """`fit`: kb fit's figures for the launch (kb/fit/report.py fit_dict), when the GPU's memory is known."""
     events = outcome.in_order()
     rank = {id(e): n for n, e in enumerate(events, 1)}
     predicted = [e for e in events if isinstance(e, Prediction)]
@@ -57,6 +58,8 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None) -> str:
             "stage": outcome.parse_error.stage, "message": outcome.parse_error.printed,
             "option": outcome.parse_error.option, "exact": outcome.parse_error.exact},
     }
+    if fit is not None:
+        data["fit"] = fit
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -68,6 +68,16 @@ def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
     return None
 
 
+def release_defaults(model: Optional[ConfigModel]) -> tuple[float, bool]:
+    """The release's `--gpu-memory-utilization` default and whether it subtracts CUDA graph memory
+    before sizing the KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default), from its flag
+    model; vLLM 0.33.0's (0.92, on) when it does not say."""
+    flag = model.flag("--gpu-memory-utilization") if model is not None else None
+    util = flag.default if flag is not None and flag.default_exact and isinstance(flag.default, float) else 0.92
+    env = model.env_var("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS") if model is not None else None
+    return util, bool(env.default) if env is not None and env.default_known and env.default_exact else True
+
+
 def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Sequence[str], config: ConfigFile,
             hardware: Mapping[str, Any], checkpoint: Optional[float] = None) -> FitReport:
     if model is None or not has_parser(model):
@@ -96,8 +106,7 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         tokens, seqs = number("max_num_batched_tokens", 2048), number("max_num_seqs", 256)
         assumptions.append(f"max_num_batched_tokens {tokens}, max_num_seqs {seqs} (vLLM's default here: "
                            f"{facts.computed.missing.get('max_num_batched_tokens', 'unknown')})")
-    estimate = model.env_var("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
-    cg = bool(estimate.default) if estimate is not None and estimate.default_known else True
+    _, cg = release_defaults(model)
     shape = shape_of(config.data, config.path)
     kv_bytes = number("kv_cache_memory_bytes", None)
     blocks = number("num_gpu_blocks_override", None)

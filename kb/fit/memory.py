@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from kb.fit.shape import DTYPE_BYTES, Shape, weight_bytes
+from kb.fit.shape import DTYPE_BYTES, ONLINE_8BIT, Shape, weight_bytes
 
 GIB = 1 << 30
 # fitted to the profile figures of real vLLM startup logs (tests/data/startup_logs.yaml, vLLM 0.19.0 on
@@ -32,6 +32,14 @@ SAMPLER_BYTES_PER_LOGIT = 14.5  # logits of min(T, R) requests: model dtype, an 
 NON_TORCH_TP1 = 0.26 * GIB
 NON_TORCH_TP = 2.08 * GIB  # with tensor parallelism: NCCL and custom all-reduce buffers
 CUDAGRAPH_BASE, CUDAGRAPH_PER_LAYER = 0.6 * GIB, 0.0125 * GIB
+
+
+NO_MEMORY = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
+             "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+MAX_SEQ_LEN_TAIL = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+                    "decreasing `max_model_len` when initializing the engine. See "
+                    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
 
 
 @dataclass(frozen=True)
@@ -246,18 +254,13 @@ def compute(inp: FitInput) -> Fit:
         else:
             length = min(length, fits_len)
     elif check <= 0:
-        errors.append(MemoryError_("no-memory", (
-            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
-            "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")))
+        errors.append(MemoryError_("no-memory", NO_MEMORY))
     elif needed(length) > check:
         estimate = f"Based on the available memory, the estimated maximum model length is {fits_len}. " if fits_len else ""
         errors.append(MemoryError_("max-seq-len", (
             f"To serve at least one request with the model's max seq len ({length}), ({format_gib(needed(length))} GiB "
             f"KV cache is needed, which is larger than the available KV cache memory ({format_gib(check)} GiB). "
-            f"{estimate}Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-            "decreasing `max_model_len` when initializing the engine. See "
-            "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")))
+            f"{estimate}{MAX_SEQ_LEN_TAIL}")))
     per_request = lay.blocks_per_request(length, inflight) if length > 0 else 1
     concurrency = blocks / per_request
     tokens = int(concurrency * length)
@@ -270,3 +273,16 @@ def compute(inp: FitInput) -> Fit:
                Figure(concurrency, not derived, "num_blocks / blocks per request at max_model_len"), length,
                Figure(float(fits_len), not derived, "the longest max_model_len whose blocks fit (binary search)"),
                tuple(errors))
+
+
+def definitions(utilization: float, estimate_cudagraphs: bool) -> dict[str, object]:
+    """What static/fit.js computes with: the constants, GPUs and words this module uses, and the
+    release's defaults, so that the page's calculator and `kb fit` share them."""
+    from kb.hardware import GPUS
+
+    return {"samplerBytesPerLogit": SAMPLER_BYTES_PER_LOGIT, "nonTorchTp1": NON_TORCH_TP1, "nonTorchTp": NON_TORCH_TP,
+            "cudagraphBase": CUDAGRAPH_BASE, "cudagraphPerLayer": CUDAGRAPH_PER_LAYER, "dtypeBytes": DTYPE_BYTES,
+            "online8bit": list(ONLINE_8BIT), "utilization": utilization, "estimateCudagraphs": estimate_cudagraphs,
+            "batch": {"large": [8192, 1024], "huge": [16384, 1024], "small": [2048, 256]},
+            "gpus": {g.key: {"name": g.name, "memory_gib": g.memory_gib, "capability": list(g.capability)} for g in GPUS},
+            "messages": {"noMemory": NO_MEMORY, "maxSeqLenTail": MAX_SEQ_LEN_TAIL}}

@@ -34,10 +34,15 @@ def verdict(report: FitReport) -> str:
 
 
 def fit_json(report: FitReport, site_url: Optional[str] = None) -> str:
+    return json.dumps(fit_dict(report, site_url), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def fit_dict(report: FitReport, site_url: Optional[str] = None) -> dict[str, Any]:
+    """`kb fit --json`, and the `fit` of `kb check --json` when the GPU's memory is known."""
     out: dict[str, Any] = {"format": FORMAT}
     if report.parse_error is not None:
         out["parseError"] = {"stage": report.parse_error.stage, "message": report.parse_error.printed}
-        return json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return out
     fit = report.fit
     assert fit is not None
     figures = _figures(report)
@@ -49,7 +54,7 @@ def fit_json(report: FitReport, site_url: Optional[str] = None) -> str:
                 "errors": [{"id": e.id, "kind": e.key, "message": e.message,
                             **({"url": f"{site_url.rstrip('/')}/errors/{e.id}/"} if site_url and e.id else {})}
                            for e in report.errors]})
-    return json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return out
 
 
 def fit_text(report: FitReport, site_url: Optional[str] = None) -> str:

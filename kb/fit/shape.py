@@ -158,12 +158,16 @@ def params(s: Shape) -> tuple[int, int]:
     return linear, other + 2 * s.layers * s.hidden + s.vision_params
 
 
+# online quantization methods that store the linear layers in 8 bits once loaded
+ONLINE_8BIT = ("fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "experts_int8")
+
+
 def weight_bytes(s: Shape, quantization: Optional[str] = None) -> float:
     """The checkpoint's weights estimated from the shape: 16-bit, or the quantized linear layers
     at their bits (with a group scale per 128 weights for 4-bit formats)."""
     linear, other = params(s)
     bits = s.quant_bits
-    if quantization in ("fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "experts_int8") and not bits:
+    if quantization in ONLINE_8BIT and not bits:
         bits = 8  # online quantization: the linear layers are stored in 8 bits once loaded
     per_linear = 2.0 if not bits or bits >= 16 else bits / 8 + (2 / 128 if bits <= 4 else 0)
     return linear * per_linear + other * DTYPE_BYTES.get(s.dtype, 2)

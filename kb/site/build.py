@@ -21,6 +21,7 @@ from typing import Any, Optional, TypeVar
 from kb.config.resolve import flag_slug, page_slug
 from kb.errors import KBError
 from kb.files import compact_json
+from kb.fit.launch import release_defaults
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
 from kb.records.merge import attach_set_by
@@ -77,7 +78,8 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
-                    history.releases if history is not None else (), check_trees(records))
+                    history.releases if history is not None else (), check_trees(records),
+                    release_defaults(scan.config))
     records = attach_set_by(records, scan.config, options.jobs if options.jobs is not None else (os.cpu_count() or 1))
     try:
         out = Output(options.output)

@@ -82,6 +82,23 @@ class CheckView:
 
 
 @dataclass(frozen=True)
+class FitGpu:
+    key: str
+    name: str
+    memory_gib: float
+
+
+@dataclass(frozen=True)
+class FitView:
+    """The memory pages' calculator (static/fit.js): kb fit's constants and the release's defaults."""
+
+    defs: str  # JSON of kb.fit.memory.definitions
+    example: str  # a config.json to start from
+    gpus: tuple[FitGpu, ...]
+    utilization: float
+
+
+@dataclass(frozen=True)
 class FixView:
     model_config: dict[str, Any]
     hardware: dict[str, Any]
@@ -120,6 +137,7 @@ class ErrorView:
     check: Optional[CheckView]
     fix: Optional[FixView]
     history: tuple[HistoryRow, ...]
+    fit: Optional[FitView] = None
 
 
 def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorView:
@@ -137,7 +155,28 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorV
         record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
         check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
+        fit=fit_view(record, info),
     )
+
+
+# the calculator starts from a 48-head, 8-KV-head, 64-layer model on one H100
+FIT_EXAMPLE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 6144,
+               "num_attention_heads": 48, "num_key_value_heads": 8, "num_hidden_layers": 64, "head_dim": 128,
+               "intermediate_size": 24576, "vocab_size": 128256, "max_position_embeddings": 131072,
+               "torch_dtype": "bfloat16"}
+
+
+def fit_view(record: Record, info: SiteInfo) -> Optional[FitView]:
+    """The calculator, on the pages of the memory errors kb fit predicts (kb/fit/launch.py TEMPLATES)."""
+    from kb.fit.launch import TEMPLATES
+    from kb.fit.memory import definitions
+    from kb.hardware import GPUS
+
+    if not any(record.template.startswith(t) for t in TEMPLATES.values()):
+        return None
+    util, cudagraphs = info.fit_defaults
+    return FitView(json.dumps(definitions(util, cudagraphs), sort_keys=True), json.dumps(FIT_EXAMPLE, indent=1),
+                   tuple(FitGpu(g.key, g.name, g.memory_gib) for g in GPUS), util)
 
 
 def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True) -> SiteView:
