@@ -273,6 +273,15 @@ def _fit_too(args: argparse.Namespace, command: list[str], hardware: dict[str, A
         return None
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from kb.agent.mcp_server import serve
+    except ModuleNotFoundError as e:
+        raise UsageError(f"kb mcp needs the MCP SDK: pip install 'vllm-error-kb[mcp]' ({e.name} is missing)") from None
+    serve(_spec(args), _errors(args), "http" if args.http else "stdio", args.port)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from kb.checks.report import outcome_json, outcome_text
     from kb.fit.report import fit_dict, fit_text
@@ -430,6 +439,12 @@ def parser() -> argparse.ArgumentParser:
     _release_options(f)
     f.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     f.set_defaults(func=cmd_fit)
+
+    m = sub.add_parser("mcp", help="an MCP server for coding agents: search, get, explain, check, fit (offline)")
+    m.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
+    m.add_argument("--port", type=int, default=8765, help="the HTTP port (default 8765)")
+    _release_options(m)
+    m.set_defaults(func=cmd_mcp)
 
     fl = sub.add_parser("flags", help="the `vllm serve` flags of a vLLM tree, read from its source: defaults, "
                                       "choices, help and the config field each sets; with --env, --config-json, "
