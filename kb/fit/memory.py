@@ -20,7 +20,7 @@ kb estimates from the shape with a formula fitted to real startup logs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from kb.fit.shape import DTYPE_BYTES, ONLINE_8BIT, Shape, weight_bytes
@@ -75,6 +75,12 @@ class FitInput:
     memory_used_elsewhere: float = 0.0  # bytes other processes hold on the GPU at startup
     estimate_cudagraphs: bool = True  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default in the release
     capability: Optional[tuple[int, int]] = None
+    dtype: str = "auto"  # --dtype: the weights' and activations' dtype (auto: the checkpoint's)
+
+
+# --dtype's words (ModelConfig: `half` is float16, `float` is float32)
+DTYPE_WORDS = {"half": "float16", "float": "float32", "float16": "float16", "float32": "float32",
+               "bfloat16": "bfloat16"}
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ def activation_peak(s: Shape, inp: FitInput) -> float:
 
 
 def compute(inp: FitInput) -> Fit:
-    s = inp.shape
+    s = inp.shape if inp.dtype not in DTYPE_WORDS else replace(inp.shape, dtype=DTYPE_WORDS[inp.dtype])
     block = inp.block_size or default_block_size(s, inp.capability)
     lay = layout(s, inp.tp, inp.pp, inp.kv_cache_dtype, block)
     if inp.checkpoint_bytes is not None:

@@ -20,6 +20,9 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2,
                "fp8_e5m2": 1, "fp8_inc": 1, "fp8_ds_mla": 1, "int8": 1, "nvfp4": 1}
 
 
+MAX_LAYERS = 10_000  # far beyond any model; bounds the per-layer work on a hostile config.json
+
+
 @dataclass(frozen=True)
 class Shape:
     model_type: str
@@ -73,6 +76,8 @@ def shape_of(config: Mapping[str, Any], where: str = "config.json") -> Shape:
     layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
     hidden = _int(text, "hidden_size", "n_embd", "d_model")
     heads = _int(text, "num_attention_heads", "n_head")
+    if layers > MAX_LAYERS:
+        raise UsageError(f"{where}: num_hidden_layers {layers} is more than kb sizes (at most {MAX_LAYERS})")
     if not (layers and hidden and heads):
         missing = [k for k, v in (("num_hidden_layers", layers), ("hidden_size", hidden),
                                   ("num_attention_heads", heads)) if not v]
@@ -169,5 +174,5 @@ def weight_bytes(s: Shape, quantization: Optional[str] = None) -> float:
     bits = s.quant_bits
     if quantization in ONLINE_8BIT and not bits:
         bits = 8  # online quantization: the linear layers are stored in 8 bits once loaded
-    per_linear = 2.0 if not bits or bits >= 16 else bits / 8 + (2 / 128 if bits <= 4 else 0)
+    per_linear = float(DTYPE_BYTES.get(s.dtype, 2)) if not bits or bits >= 16 else bits / 8 + (2 / 128 if bits <= 4 else 0)
     return linear * per_linear + other * DTYPE_BYTES.get(s.dtype, 2)

@@ -87,7 +87,7 @@
     other += 2 * s.layers * s.hidden + s.visionParams;
     var bits = s.bits;
     if (!bits && defs.online8bit.indexOf(quantization) >= 0) bits = 8;
-    var perLinear = !bits || bits >= 16 ? 2 : bits / 8 + (bits <= 4 ? 2 / 128 : 0);
+    var perLinear = !bits || bits >= 16 ? (defs.dtypeBytes[s.dtype] || 2) : bits / 8 + (bits <= 4 ? 2 / 128 : 0);
     return linear * perLinear + other * (defs.dtypeBytes[s.dtype] || 2);
   }
 
