@@ -97,6 +97,14 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         value = flags.get(dest)
         return default if value is None else value
 
+    for dest, low in (("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("block_size", 1),
+                      ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
+        value = flags.get(dest)
+        if value is not None and (not isinstance(value, int) or value < low):
+            raise UsageError(f"--{dest.replace('_', '-')} {value}: vLLM refuses it (at least {low})")
+    util = number("gpu_memory_utilization", 0.92)
+    if not isinstance(util, (int, float)) or not 0 < util <= 1:
+        raise UsageError(f"--gpu-memory-utilization {util}: vLLM takes a share above 0 and at most 1")
     length = got.get("max_model_len")
     if not isinstance(length, int):
         raise UsageError("kb cannot tell max_model_len: "
@@ -107,14 +115,6 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         assumptions.append(f"max_num_batched_tokens {tokens}, max_num_seqs {seqs} (vLLM's default here: "
                            f"{facts.computed.missing.get('max_num_batched_tokens', 'unknown')})")
     _, cg = release_defaults(model)
-    for dest, low in (("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("block_size", 1),
-                      ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
-        value = flags.get(dest)
-        if value is not None and (not isinstance(value, int) or value < low):
-            raise UsageError(f"--{dest.replace('_', '-')} {value}: vLLM refuses it (at least {low})")
-    util = number("gpu_memory_utilization", 0.92)
-    if not isinstance(util, (int, float)) or not 0 < util <= 1:
-        raise UsageError(f"--gpu-memory-utilization {util}: vLLM takes a share above 0 and at most 1")
     shape = shape_of(config.data, config.path)
     kv_bytes = number("kv_cache_memory_bytes", None)
     blocks = number("num_gpu_blocks_override", None)
