@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Optional
 
 from kb.checks.evaluate import readable, to_tree
 from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.hardware import Gpu
 from kb.model import Entry, Excerpt, RaiseSite, Record
 from kb.records.present import Trigger, github_url, trigger_of
 from kb.site.api import SiteInfo, facts_sentence
@@ -82,19 +83,12 @@ class CheckView:
 
 
 @dataclass(frozen=True)
-class FitGpu:
-    key: str
-    name: str
-    memory_gib: float
-
-
-@dataclass(frozen=True)
 class FitView:
     """The memory pages' calculator (static/fit.js): kb fit's constants and the release's defaults."""
 
     defs: str  # JSON of kb.fit.memory.definitions
     example: str  # a config.json to start from
-    gpus: tuple[FitGpu, ...]
+    gpus: tuple[Gpu, ...]  # kb/hardware.py's table, for the form's GPU list
     utilization: float
 
 
@@ -176,7 +170,7 @@ def fit_view(record: Record, info: SiteInfo) -> Optional[FitView]:
         return None
     util, cudagraphs = info.fit_defaults
     return FitView(json.dumps(definitions(util, cudagraphs), sort_keys=True), json.dumps(FIT_EXAMPLE, indent=1),
-                   tuple(FitGpu(g.key, g.name, g.memory_gib) for g in GPUS), util)
+                   GPUS, util)
 
 
 def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True) -> SiteView:
