@@ -184,3 +184,32 @@ def test_link_checker_finds_what_is_broken(tmp_path: Path) -> None:
     assert broken_links(site) == [
         "b/index.html: ../a/#gone (no such anchor)", "b/index.html: ../missing/",
         "b/index.html: /a/ (root-absolute: breaks under a sub-path)", "b/index.html: ../../outside.html"]
+
+
+def test_llms_txt_and_json_ld_of_every_error_page(tmp_path: Path) -> None:
+    import re
+
+    from entryhelpers import DCP_ENTRY, write_entries
+    from kb.entries.load import load_entries
+    from kb.records.merge import merge
+
+    result = fixture_scan(tmp_path / "tree")
+    records = merge(result, load_entries(write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY})).entries).records
+    site = tmp_path / "site"
+    build_site(result, BuildOptions(site, site_url="https://kb.example", jobs=1), records)
+    llms = (site / "llms.txt").read_text()
+    assert llms.startswith("# vLLM Error KB: vLLM 0.1.0\n") and "https://kb.example/api/errors/index.json" in llms
+    assert "(https://kb.example/errors/d97d5d8528e2b364/)" in llms  # a curated error, linked
+    pages = list((site / "errors").glob("*/index.html"))
+    evil = None
+    for page in pages:
+        html = page.read_text()
+        m = re.search(r'<script type="application/ld\+json">(.*?)</script>', html, re.S)
+        if m is None:
+            continue  # a slug's redirect page
+        assert "<" not in m.group(1) and ">" not in m.group(1)  # nothing the message holds can close the element
+        data = json.loads(m.group(1))
+        assert data["@type"] == "TechArticle" and data["url"] == f"https://kb.example/errors/{data['identifier']}/"
+        if "<script>alert" in data["headline"]:
+            evil = data
+    assert evil is not None  # the hostile message survived as text, escaped

@@ -228,9 +228,43 @@ def config_api_files(model: Optional[ConfigModel], info: SiteInfo) -> Iterator[t
     yield "api/config.schema.json", json.dumps(config_schema(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def json_ld(record: Record, info: SiteInfo) -> str:
+    """The error page's schema.org TechArticle, safe inside a <script> element (no `<`, `>` or
+    `&` left raw: a scanned message cannot close the element)."""
+    url = f"{info.site_url}/errors/{record.id}/" if info.site_url else f"/errors/{record.id}/"
+    data = {"@context": "https://schema.org", "@type": "TechArticle", "headline": record.title[:110],
+            "identifier": record.id, "url": url, "about": {"@type": "Thing", "name": record.exception_class},
+            "description": (record.entry.meaning if record.entry is not None else facts_sentence(record))[:500],
+            "isPartOf": {"@type": "WebSite", "name": "vLLM Error KB"},
+            "version": info.tree.release or info.tree.ref, "dateModified": info.tree.commit_date or None}
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
+    """/llms.txt (llmstxt.org): what the site is, its API, and every curated error with its page."""
+    base = info.site_url or ""
+    lines = [f"# vLLM Error KB: {info.label}", "",
+             f"> Every error {info.label} raises, read from its source, with curated meaning, solutions and checks "
+             "that run before launch. One page and one JSON record per error id.", "",
+             "## API", "",
+             f"- [{base}/api/errors/index.json]({base}/api/errors/index.json): every error id, class, message, file",
+             f"- {base}/api/errors/<id>.json: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
+             f"- [{base}/api/match-index.json]({base}/api/match-index.json): the message templates kb explain matches",
+             "", "## Curated errors", ""]
+    for r in sorted((r for r in records if r.curated), key=lambda r: (r.title.lower(), r.id)):
+        meaning = " ".join((r.entry.meaning if r.entry is not None else "").split())
+        first = meaning.split(". ")[0][:200].replace("[", "(").replace("]", ")")
+        title = r.title.replace("[", "(").replace("]", ")").replace("\n", " ")
+        lines.append(f"- [{title}]({base}/errors/{r.id}/): {first}")
+    return "\n".join(lines) + "\n"
+
+
 def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> Iterator[tuple[str, str]]:
     """The API files about all records together: the index of ids, the record schema and the
-    match index that the site's lookup and `kb explain` read (with the older wordings)."""
+    match index that the site's lookup and `kb explain` read (with the older wordings), and
+    llms.txt."""
+    yield "llms.txt", llms_txt(records, info)
     yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
         {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})

@@ -13,7 +13,7 @@ from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.hardware import Gpu
 from kb.model import Entry, Excerpt, RaiseSite, Record
 from kb.records.present import Trigger, github_url, trigger_of
-from kb.site.api import SiteInfo, facts_sentence
+from kb.site.api import SiteInfo, facts_sentence, json_ld
 
 FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
 SHORT_RADIUS = 3
@@ -132,6 +132,7 @@ class ErrorView:
     fix: Optional[FixView]
     history: tuple[HistoryRow, ...]
     fit: Optional[FitView] = None
+    json_ld: str = ""  # the page's schema.org TechArticle (kb.site.api.json_ld), safe inside <script>
 
 
 def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorView:
@@ -149,7 +150,7 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorV
         record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
         check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
-        fit=fit_view(record, info),
+        fit=fit_view(record, info), json_ld=json_ld(record, info),
     )
 
 
