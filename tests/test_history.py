@@ -120,6 +120,24 @@ def test_release_pages_and_api(built) -> None:
     page = (site / "releases/v2/index.html").read_text()
     assert "Message edited" in page and "Moved to another file" in page and "vllm/b.py -&gt; vllm/d.py" in page
     assert broken_links(site) == []
+    changes = json.loads((site / "api/releases/v3/changes.json").read_text())
+    assert changes["old"] == "v2" and changes["counts"]["added"] == 1
+    assert [r["new"] for s in changes["sections"] if s["kind"] == "added" for r in s["rows"]] == [NEW]
+    assert json.loads((site / "api/releases/v1/changes.json").read_text())["sections"] == []  # the first release
+
+
+def test_atom_feed_per_release(built) -> None:
+    import xml.etree.ElementTree as ET
+
+    site, _ = built
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    feed = ET.fromstring((site / "releases/v3/feed.xml").read_text())
+    titles = [e.findtext("a:title", namespaces=ns) for e in feed.findall("a:entry", ns)]
+    assert titles == ["added: brand new in v3", "removed: to be removed later"]  # a moved line alone is not news
+    links = [e.find("a:link", ns).get("href") for e in feed.findall("a:entry", ns)]  # type: ignore[union-attr]
+    assert links == [f"/errors/{NEW}/", f"/errors/{GONE}/"]
+    v2 = ET.fromstring((site / "releases/v2/feed.xml").read_text())
+    assert len(v2.findall("a:entry", ns)) == 2  # an edited message and a moved file
 
 
 def test_kb_diff_formats(built, capsys) -> None:
@@ -270,3 +288,20 @@ def test_a_message_that_became_a_part_of_a_joined_list_is_followed(tmp_path: Pat
                                        '{max_rank}.")\n    raise ValueError(" ".join(error_msg))\n'}
     (kind, target), = _links(tmp_path, old, new).values()
     assert kind == "moved" and target == error_id("{' '.join(error_msg)}", "vllm/lora/peft_helper.py")
+
+
+def test_atom_feed_holds_a_hostile_title_as_text() -> None:
+    import xml.etree.ElementTree as ET
+
+    from kb.model import TreeInfo
+    from kb.site.api import SiteInfo
+    from kb.site.releases import atom_feed
+
+    evil = "bad\x01</title><script>alert(1)</script> & more"
+    view = {"sections": [{"kind": "added", "rows": [{"old": None, "new": "abc", "title": evil, "detail": ""}]}]}
+    info = SiteInfo(TreeInfo("git", "x", "v9", None, "2026-01-02T03:04:05Z", "v9"), site_url="https://kb.example")
+    feed = ET.fromstring(atom_feed("v9", view, info))
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    entry = feed.find("a:entry", ns)
+    assert entry is not None and entry.findtext("a:title", namespaces=ns) == "added: bad\ufffd</title><script>alert(1)</script> & more"
+    assert feed.findtext("a:updated", namespaces=ns) == "2026-01-02T03:04:05Z"  # the release's date, never the clock

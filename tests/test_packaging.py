@@ -70,3 +70,21 @@ def _pip_has_python_option() -> bool:
     out = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True).stdout
     major, minor = (int(x) for x in out.split()[1].split(".")[:2])
     return (major, minor) >= (22, 3)
+
+
+def test_the_pages_workflow_builds_with_options_kb_takes() -> None:
+    """examples/github-pages.yml: valid YAML, and its `kb build` command parses with kb's own CLI."""
+    import shlex
+
+    import yaml
+
+    from kb.cli import parser
+
+    flow = yaml.safe_load((Path(__file__).resolve().parent.parent / "examples" / "github-pages.yml").read_text())
+    steps = flow["jobs"]["build"]["steps"]
+    script = next(s["run"] for s in steps if "kb build" in s.get("run", ""))
+    command = " ".join(line.rstrip("\\\\ ") for line in script.splitlines() if line.strip())
+    words = shlex.split(command[command.index("kb build"):].replace("${{ needs.newest.outputs.version }}", "0.33.0"))
+    args = parser().parse_args(words[1:])
+    assert args.vllm_version == "0.33.0" and args.output == "site"
+    assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)
