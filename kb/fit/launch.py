@@ -16,7 +16,7 @@ from typing import Any, Optional
 from kb.checks.cli_parse import ParseError, has_parser, parse_command
 from kb.checks.computed import Hardware
 from kb.checks.derive import facts_of
-from kb.checks.launch import ConfigFile, serve_words
+from kb.checks.launch import MAX_LISTED, ConfigFile, serve_words
 from kb.config.model import ConfigModel
 from kb.errors import UsageError
 from kb.fit.memory import GIB, Fit, FitInput, compute
@@ -59,8 +59,10 @@ def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
             total = json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
             if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0:
                 return float(total)
+        with os.scandir(folder) as entries:
+            listed = [e for _, e in zip(range(MAX_LISTED), entries)]  # a folder of millions: only the first looked at
         for pattern in (".safetensors", ".bin"):
-            sizes = [e.stat().st_size for e in os.scandir(folder) if e.name.endswith(pattern) and e.is_file()]
+            sizes = [e.stat().st_size for e in listed if e.name.endswith(pattern) and e.is_file()]
             if sizes:
                 return float(sum(sizes))
     except (OSError, ValueError, AttributeError):
