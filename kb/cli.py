@@ -220,23 +220,10 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def hardware_of(args: argparse.Namespace) -> dict[str, Any]:
-    """--gpu NAME (kb/hardware.py) with --gpu-count, --compute-capability and --gpu-memory-gib,
-    which win over the table's figures."""
-    from kb.hardware import gpu, names
+    """--gpu NAME with --gpu-count, --compute-capability and --gpu-memory-gib (kb/hardware.py)."""
+    from kb.hardware import hardware_facts
 
-    found = None
-    if getattr(args, "gpu", None):
-        found = gpu(args.gpu)
-        if found is None:
-            raise UsageError(f"--gpu {args.gpu!r}: not a GPU kb knows; one of: {names()} (or give --gpu-memory-gib "
-                             "and --compute-capability)")
-    return {"gpu_count": args.gpu_count,
-            "compute_capability": args.compute_capability if args.compute_capability is not None else (
-                float(f"{found.capability[0]}.{found.capability[1]}") if found else None),
-            "gpu_memory_gib": args.gpu_memory_gib if args.gpu_memory_gib is not None else (
-                found.memory_gib if found else None),
-            "gpu_name": found.name if found else None,
-            "memory_exact": found is not None and found.memory_from == "log" and args.gpu_memory_gib is None}
+    return hardware_facts(getattr(args, "gpu", None), args.gpu_count, args.compute_capability, args.gpu_memory_gib)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:

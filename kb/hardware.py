@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
+
+from kb.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,22 @@ def gpu(text: str) -> Optional[Gpu]:
 
 def names() -> str:
     return ", ".join(g.key for g in GPUS)
+
+
+def hardware_facts(name: Optional[str] = None, gpu_count: Optional[int] = None,
+                   compute_capability: Optional[float] = None, memory_gib: Optional[float] = None) -> dict[str, Any]:
+    """`kb check`'s and `kb fit`'s hardware: a GPU named from the table (its name, memory and
+    capability), and the figures given, which win over the table's; UsageError for a name kb
+    does not know."""
+    found = None
+    if name:
+        found = gpu(name)
+        if found is None:
+            raise UsageError(f"--gpu {name!r}: not a GPU kb knows; one of: {names()} (or give --gpu-memory-gib "
+                             "and --compute-capability)")
+    return {"gpu_count": gpu_count,
+            "compute_capability": compute_capability if compute_capability is not None else (
+                float(f"{found.capability[0]}.{found.capability[1]}") if found else None),
+            "gpu_memory_gib": memory_gib if memory_gib is not None else (found.memory_gib if found else None),
+            "gpu_name": found.name if found else None,
+            "memory_exact": found is not None and found.memory_from == "log" and memory_gib is None}

@@ -356,8 +356,13 @@ def _check_inputs(spec: SourceSpec, errors: Optional[Path], use_cache: bool
     from kb.checks.launch_check import derived_index
 
     path = _index_path(spec, errors) if use_cache else None
+    stamp = _stamp(path)
+    if path is not None and stamp is not None and path in _LOADED and _LOADED[path][0] == stamp:
+        return _LOADED[path][1]  # `kb check` with the fit, an MCP session: read once per process
     loaded = index.load(path) if path is not None else None
     if loaded is not None:
+        assert path is not None
+        _LOADED[path] = (stamp, loaded)
         return loaded
     result = scan_release(spec, use_cache=use_cache)
     merged = curated_records([("", result)], errors)
@@ -365,6 +370,18 @@ def _check_inputs(spec: SourceSpec, errors: Optional[Path], use_cache: bool
     if path is not None and result.config is not None and derived is not None:
         index.save(path, merged.records, result.config, derived)
     return merged.records, result.config, derived
+
+
+# index path -> (its size and mtime when read, what it held)
+_LOADED: dict[Path, tuple[Optional[tuple[int, int]], tuple[Sequence[Record], Optional[ConfigModel], Optional[DerivedIndex]]]] = {}
+
+
+def _stamp(path: Optional[Path]) -> Optional[tuple[int, int]]:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns) if st is not None else None
 
 
 def _index_path(spec: SourceSpec, errors: Optional[Path]) -> Optional[Path]:

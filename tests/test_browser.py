@@ -284,6 +284,7 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
     same launches: the same tokens, the same longest length, the same error in vLLM's words."""
     import json
 
+    from kb.checks.computed import Hardware, batch_defaults
     from kb.fit.memory import GIB, FitInput, compute
     from kb.fit.shape import shape_of
     from kb.hardware import gpu
@@ -312,11 +313,11 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
         page.select_option("#fit select[name=gpu]", card)
         page.fill("#fit input[name=max_model_len]", str(length))
         page.fill("#fit input[name=tensor_parallel_size]", str(tp))
-        big = g.memory_gib >= 160 or (g.memory_gib >= 70 and "a100" not in g.name.lower())
-        tokens, seqs = ((16384 if g.memory_gib >= 160 else 8192), 1024) if big else (2048, 256)
+        # vLLM's batch defaults for the GPU, as kb fit takes them (kb/checks/computed.py)
+        tokens, seqs = batch_defaults(lambda dest: None, {"max_model_len": length, "enable_chunked_prefill": True},
+                                      config, Hardware(g.memory_gib * GIB, g.name, g.capability))
         fit = compute(FitInput(shape_of(config), g.memory_gib * GIB, True, tp=tp, max_model_len=length,
-                               max_num_batched_tokens=min(tokens, seqs * length), max_num_seqs=seqs,
-                               capability=g.capability))
+                               max_num_batched_tokens=tokens, max_num_seqs=seqs, capability=g.capability))
         shown = out.locator("dd[data-key='KV cache tokens']").inner_text()
         assert shown == str(int(fit.kv_cache_tokens.value)), (card, config["num_hidden_layers"], shown, fit.kv_cache_tokens)
         assert out.locator("dd[data-key='Longest max_model_len that fits']").inner_text() == str(int(

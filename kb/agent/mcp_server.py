@@ -65,6 +65,14 @@ class Releases:
         return api_record(attach_set_by([r], config)[0], info)  # as the site's /api/errors/<id> serves it
 
 
+def hardware_of(given: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A tool's `hardware` as `kb check --gpu ...` reads it (kb/hardware.py)."""
+    from kb.hardware import hardware_facts
+
+    g = given or {}
+    return hardware_facts(g.get("gpu_name"), g.get("gpu_count"), g.get("compute_capability"), g.get("gpu_memory_gib"))
+
+
 def _answer(release: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"release": release, **body}
 
@@ -105,8 +113,8 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
     def check_launch(command: str, config_json: Optional[dict[str, Any]] = None,
                      hardware: Optional[dict[str, Any]] = None, release: Optional[str] = None) -> dict[str, Any]:
         """What `kb check --json` predicts for a `vllm serve` command: vLLM's parser, its config
-        checks in vLLM's order, valid values. `hardware`: gpu_count, gpu_memory_gib,
-        compute_capability, gpu_name."""
+        checks in vLLM's order, valid values. `hardware`: gpu_name (kb's GPU table), gpu_count,
+        gpu_memory_gib, compute_capability."""
         from kb.checks.report import outcome_json
         from kb.jobs import check_launch as check
 
@@ -116,28 +124,22 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
             if config_json is not None:
                 config = Path(tmp) / "config.json"
                 config.write_text(json.dumps(config_json), encoding="utf-8")
-            out = check(spec, command_words(command[:MAX_TEXT]), config, dict(hardware or {}), releases.errors)
+            out = check(spec, command_words(command[:MAX_TEXT]), config, hardware_of(hardware), releases.errors)
         return _answer(releases.label(spec), json.loads(outcome_json(out)))
 
     def fit(command: str, config_json: dict[str, Any], hardware: dict[str, Any],
             release: Optional[str] = None) -> dict[str, Any]:
         """What `kb fit --json` says: vLLM's KV cache size for the launch on the GPU and the memory
-        errors it would raise. `hardware`: gpu_memory_gib (or gpu_name from kb's table), gpu_count."""
+        errors it would raise. `hardware`: gpu_name (kb's GPU table) or gpu_memory_gib, gpu_count."""
         from kb.fit.report import fit_dict
-        from kb.hardware import gpu
         from kb.jobs import fit_launch
 
         spec = releases.spec_for(release)
-        hw = dict(hardware)
-        known = gpu(str(hw.get("gpu_name") or "")) if hw.get("gpu_name") else None
-        if known is not None:
-            hw.setdefault("gpu_memory_gib", known.memory_gib)
-            hw.setdefault("compute_capability", float(f"{known.capability[0]}.{known.capability[1]}"))
-            hw["gpu_name"] = known.name
         with tempfile.TemporaryDirectory(prefix="kb-mcp-") as tmp:
             config = Path(tmp) / "config.json"
             config.write_text(json.dumps(config_json), encoding="utf-8")
-            report = fit_launch(spec, command_words(command[:MAX_TEXT]), config, hw, releases.errors)
+            report = fit_launch(spec, command_words(command[:MAX_TEXT]), config, hardware_of(hardware),
+                                releases.errors)
         return _answer(releases.label(spec), fit_dict(report))
 
     def list_releases() -> dict[str, Any]:
