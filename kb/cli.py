@@ -143,6 +143,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0 if ex.found else 1
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from kb.jobs import search_words
+    from kb.search.query import MAX_LIMIT, hits_json, hits_text
+
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+    text = _argument_text(" ".join(args.words))
+    if not text.strip():
+        raise UsageError("give the words to look for: kb search \"lora rank\"")
+    release, hits = search_words(text, _spec(args), args.limit, Path(args.site) if args.site else None,
+                                 _errors(args), use_cache=not args.no_cache)
+    _write(hits_json(release, hits, args.site_url) if args.json else hits_text(release, hits, args.site_url))
+    return 0 if hits else 1
+
+
 def _argument_text(text: str) -> str:
     """An argument as Python received it: bytes that were not UTF-8 arrive as lone surrogates,
     which cannot be printed; they become U+FFFD."""
@@ -376,6 +391,15 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
     _release_options(x)
     x.set_defaults(func=cmd_explain)
+
+    q = sub.add_parser("search", help="errors ranked by the words you type (as the site's search box ranks them)")
+    q.add_argument("words", nargs="+", help="the words to look for (a pasted message goes to the exact lookup first)")
+    q.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10, at most 100)")
+    q.add_argument("--site", metavar="DIR", help="read the indexes of a built site (DIR/api/search-index.json)")
+    q.add_argument("--json", action="store_true", help='print JSON: {"release", "results": [{"id", "score", "title", "url", "kind"}]}')
+    q.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    _release_options(q)
+    q.set_defaults(func=cmd_search)
 
     d = sub.add_parser("diff", help="what changed between two releases: added, removed, edited, moved errors")
     d.add_argument("old", help="the older release (a version, or a ref with --git)")

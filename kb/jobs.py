@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kb.records.lint import LintReport
     from kb.records.merge import Merged
     from kb.releases.history import History
+    from kb.search.query import Hit, Searcher
     from kb.site.build import BuildOptions, BuildReport
 
 Warn = Callable[[str], None]
@@ -249,26 +250,88 @@ def diff_releases(old: SourceSpec, new: SourceSpec, fmt: str = "text", use_cache
 
 
 # --- lookup, lint, new, check ----------------------------------------------------------------------
-def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> Path:
+def _compiled_path(kind: str, result: ScanResult, errors: Optional[Path], extra: str = "") -> Path:
+    """Where a file compiled from a release's scan and the curated entries is cached: named by
+    a digest of the tree, its files, the entries' files and kb's own code, so that finding it
+    needs neither a merge (which verifies every check and example fix: seconds) nor parsing
+    the entries."""
+    from kb.site.build import code_digest
+
+    h = hashlib.sha256(json.dumps([result.tree.ref, result.tree.commit, sorted(result.file_keys.items()),
+                                   code_digest(), extra]).encode())
+    folder = errors_folder(errors)
+    try:
+        for p in sorted([*folder.glob("*.yaml"), *(folder / "families").glob("*.yaml")]):  # what load_entries reads
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    except OSError as e:
+        raise KBError(f"cannot read the curated entries: {e.strerror or e}", str(folder)) from None
+    digest = h.hexdigest()[:16]
+    name = result.tree.release if result.tree.release and is_release_name(result.tree.release) else "ref"
+    return cache_dir() / kind / f"{name}-{digest}.json"
+
+
+def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True,
+                    result: Optional[ScanResult] = None) -> Path:
     """The match index the build writes for this release (api/match-index.json), compiled
     once into the cache: `kb explain` reads the same file the site's search does."""
     from kb.explain.index import match_index_json
-    from kb.site.build import code_digest
 
-    result = scan_release(spec, use_cache=use_cache)
-    merged = curated_records([("", result)], errors)
+    result = result or scan_release(spec, use_cache=use_cache)
     wordings = release_wordings([("", result)])
-    digest = hashlib.sha256(json.dumps([result.tree.ref, result.tree.commit, sorted(result.file_keys.items()),
-                                        [repr(r.entry) for r in merged.records if r.entry is not None],
-                                        code_digest(), repr(wordings)]).encode()).hexdigest()[:16]
-    name = result.tree.release if result.tree.release and is_release_name(result.tree.release) else "ref"
-    path = cache_dir() / "match-index" / f"{name}-{digest}.json"
+    path = _compiled_path("match-index", result, errors, repr(wordings))
     if not path.exists():
+        merged = curated_records([("", result)], errors)
         try:
             write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
         except OSError as e:
             raise KBError(f"cannot write the match index into the cache: {e.strerror or e}", str(path)) from None
     return path
+
+
+def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True,
+                     jobs: Optional[int] = None, result: Optional[ScanResult] = None) -> Path:
+    """The search index the build writes for this release (api/search-index.json), compiled
+    once into the cache: `kb search` ranks with the same file the site's search box does."""
+    from kb.records.merge import attach_set_by
+    from kb.search.index import search_index_json
+
+    result = result or scan_release(spec, use_cache=use_cache)
+    path = _compiled_path("search-index", result, errors)
+    if not path.exists():
+        merged = curated_records([("", result)], errors)
+        records = attach_set_by(merged.records, result.config, jobs if jobs is not None else (os.cpu_count() or 1))
+        try:
+            write_atomic(path, search_index_json(records, result.tree.release))
+        except OSError as e:
+            raise KBError(f"cannot write the search index into the cache: {e.strerror or e}", str(path)) from None
+    return path
+
+
+def searcher_for(spec: SourceSpec, site: Optional[Path] = None, errors: Optional[Path] = None,
+                 use_cache: bool = True) -> Searcher:
+    """What `kb search` ranks with, loaded once: the release's search index and match index
+    (the cached ones, or `site`'s api/search-index.json and api/match-index.json)."""
+    from kb.explain.match import Matcher, load_index
+    from kb.search.query import Searcher, load_search_index
+
+    if site is not None:
+        return Searcher(load_search_index(site / "api" / "search-index.json"),
+                        Matcher(load_index(site / "api" / "match-index.json")))
+    result = scan_release(spec, use_cache=use_cache)
+    path = search_index_for(spec, errors, use_cache, result=result)
+    try:
+        words = load_search_index(path)
+    except KBError:  # a damaged cached copy: compile it again
+        path.unlink(missing_ok=True)
+        words = load_search_index(search_index_for(spec, errors, use_cache, result=result))
+    return Searcher(words, Matcher(load_index(match_index_for(spec, errors, use_cache, result))))
+
+
+def search_words(query: str, spec: SourceSpec, limit: int = 10, site: Optional[Path] = None,
+                 errors: Optional[Path] = None, use_cache: bool = True) -> tuple[str, list[Hit]]:
+    """What `kb search` answers (kb.search.query.Searcher.search), with the release it is for."""
+    searcher = searcher_for(spec, site, errors, use_cache)
+    return searcher.release, searcher.search(query, limit)
 
 
 def explain_text(text: str, spec: SourceSpec, index: Optional[Path] = None, errors: Optional[Path] = None,

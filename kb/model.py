@@ -371,6 +371,28 @@ class Verified:
 
 
 @dataclass(frozen=True)
+class Family:
+    """errors/families/<slug>.yaml: the mechanism that several entries share, explained once;
+    each member's page shows it and links to the others."""
+
+    slug: str  # the file's name
+    path: str  # errors/families/<slug>.yaml as given
+    title: str
+    explanation: str  # markdown
+    members: tuple[str, ...]  # entry ids, in the file's order
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "members.0" -> line
+
+    def line_of(self, *path: Any) -> int:
+        key = ".".join(str(p) for p in path)
+        while key and key not in self.lines:
+            key = key.rpartition(".")[0]
+        return self.lines.get(key, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"slug": self.slug, "title": self.title, "explanation": self.explanation, "members": list(self.members)}
+
+
+@dataclass(frozen=True)
 class Entry:
     id: str
     path: str  # errors/<slug>.yaml as given
@@ -388,6 +410,7 @@ class Entry:
     check: Optional[Check] = None
     no_check: Optional[str] = None
     verified: Optional[Verified] = None
+    family: Optional[Family] = None  # set by the loader from errors/families/
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "a.b.0" -> line
 
     def line_of(self, *path: Any) -> int:

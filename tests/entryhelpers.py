@@ -102,3 +102,21 @@ def write_entries(folder: Path, entries: dict[str, str]) -> Path:
     for name, text in entries.items():
         (folder / name).write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return folder
+
+
+FAMILY_EXPLANATION = ("Decode context parallelism adds no GPUs: it shards the KV cache across the tensor-parallel ranks "
+                      "that hold copies of one KV head, so the DCP size is bounded by those copies and must split the "
+                      "query heads that share a KV head evenly; this fixture family says so at length.")
+
+
+def family_yaml(members: list[str], title: str = "DCP checks", explanation: str = FAMILY_EXPLANATION) -> str:
+    """errors/families/<slug>.yaml with these members."""
+    return (f"title: {title}\nexplanation: |\n  {explanation}\nmembers:\n"
+            + "".join(f"  - {m}\n" for m in members))
+
+
+def write_family(errors: Path, name: str, text: str) -> Path:
+    folder = errors / "families"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder / name

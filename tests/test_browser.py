@@ -81,8 +81,41 @@ def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
     assert "num_q_per_kv = 6" in first.inner_text() and "decode_context_parallel_size = 4" in first.inner_text()
     page.fill("textarea#q", "tensor parallel size")
     page.click("button[type=submit]")
-    page.wait_for_function("document.getElementById('status').textContent.includes('mention these words')")
+    page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')")
     assert "Total number of attention heads" in page.locator("#results").inner_text()
+    page.close()
+
+
+WORD_QUERIES = ["tensor parallel size", "tp heads", "dcp", "kv heads divisible", "max model len", "LoRA",
+                "quant", "oom memory", "bf16", "attention heads tp", "query heads per kv head", "the a of",
+                "--decode-context-parallel-size", "ＴＰ", "zzzz", "evil script", "max_model_len too small",
+                "ValueError model.py"]
+
+
+def test_the_search_box_ranks_words_as_kb_search_does(base_url: str, browser) -> None:
+    """The same queries through the site's lunr.js and `kb search` (lunr.py) over the same
+    index: the same ids, in the same order, with the same scores; and the page lists them so."""
+    import json
+    import urllib.request
+
+    from kb.search.query import SearchIndex
+
+    python = SearchIndex(json.loads(urllib.request.urlopen(base_url + "/api/search-index.json").read()))
+    page = browser.new_page()
+    page.goto(base_url + "/search/")
+    page.wait_for_function("window.kbSearch !== undefined")
+    for query in WORD_QUERIES:
+        site = page.evaluate("(q) => window.kbSearch(q, 10)", query)
+        cli = [{"id": h.id, "score": h.score, "title": h.title} for h in python.words(query, 10)]
+        assert site == cli, query
+    assert any(page.evaluate("(q) => window.kbSearch(q, 10)", q) for q in WORD_QUERIES)
+    # the results list of the page, for a query that is no paste, is kb search's order
+    page.fill("textarea#q", "kv heads divisible")
+    page.click("button[type=submit]")
+    page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')")
+    shown = page.eval_on_selector_all("#results li a", "els => els.map(e => e.getAttribute('href'))")
+    expected = [f"../errors/{h.id}/" for h in python.words("kv heads divisible", 20)]
+    assert shown == expected
     page.close()
 
 

@@ -36,7 +36,7 @@ def test_one_page_and_record_per_id(site: Path) -> None:
     for ident in ids:
         assert (site / f"errors/{ident}/index.html").is_file()
         record = (site / f"api/errors/{ident}").read_bytes()
-        assert record == (site / f"api/errors/{ident}.json").read_bytes()
+        assert not (site / f"api/errors/{ident}.json").exists()  # each record is written once
         data = json.loads(record)
         jsonschema.validate(data, RECORD_SCHEMA)
         assert set(ERRLOOKUP_FIELDS) <= set(data)
@@ -48,7 +48,9 @@ def test_record_is_errlookup_compatible_and_factual(site: Path) -> None:
     assert r["id"] == DCP and r["repo"] == "vllm-project/vllm" and r["schemaVersion"] == 2
     assert r["errorMessage"].startswith("The model's number of query heads per KV head ({num_q_per_kv})")
     assert r["filePath"] == "vllm/config/model.py" and r["lineNumber"] == 23
-    assert r["sourceCodeStart"] == 5 and r["sourceCodeEnd"] == 39  # clipped at the end of the file
+    # the lines a page shows: the raise (23-28) with 10 lines above and 4 below
+    assert r["sourceCodeStart"] == 13 and r["sourceCodeEnd"] == 32 and len(r["sourceCode"].split("\n")) == 20
+    assert r["kb"]["sites"][0]["excerptStart"] == 5 and r["kb"]["sites"][0]["excerptEnd"] == 39  # what the scan kept
     assert r["githubUrl"] == "https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/config/model.py#L23"
     assert "ModelConfig.verify_with_parallel_config" in r["documentation"] and "Not curated yet." in r["documentation"]
     assert r["triggerScenarios"].startswith(
@@ -76,13 +78,14 @@ def test_error_page_has_every_section_of_the_reference(site: Path) -> None:
         "Raised when <code>num_q_per_kv % decode_context_parallel_size != 0</code>, inside: "
         "<code>decode_context_parallel_size &gt; 1 and not self.use_mla</code>",
         "<code>num_q_per_kv = total_num_attention_heads // total_num_kv_heads</code>",
-        "Data as JSON:", f'href="../../api/errors/{DCP}.json"', "Report an issue",
+        "Data as JSON:", f'href="../../api/errors/{DCP}"', "Report an issue",
         "https://github.com/vllm-error-kb/vllm-error-kb/issues/new?",
         "Derived from the source:",
     ]:
         assert needle in html, needle
-    # the excerpt (line-18 .. line+18, clipped at the file's end) with the raise lines highlighted
-    assert html.count('<span class="row hit">') == 6 and html.count('<span class="ln" aria-hidden="true">') == 35  # lines 5-39
+    # the excerpt (line-10 .. end+4) with the raise lines highlighted, numbered from 13 by a CSS counter
+    assert html.count('<span class="r h">') == 6 and html.count('<span class="r') == 20
+    assert '<code style="counter-reset:ln 12">' in html
     # related: the sibling in the same function first
     related = html[html.index("<h2>Related errors</h2>"):]
     assert related.index("Total number of attention heads") < related.index("max_model_len")
@@ -213,3 +216,55 @@ def test_llms_txt_and_json_ld_of_every_error_page(tmp_path: Path) -> None:
         if "<script>alert" in data["headline"]:
             evil = data
     assert evil is not None  # the hostile message survived as text, escaped
+
+
+def test_a_family_is_explained_once_on_each_member_page_with_links_to_its_siblings(tmp_path: Path) -> None:
+    from entryhelpers import (
+        DCP_ENTRY,
+        DCP_MAX,
+        DCP_MAX_ENTRY,
+        DCP_MAX_FILE,
+        DCP_MAX_ID,
+        FAMILY_EXPLANATION,
+        family_yaml,
+        write_entries,
+        write_family,
+    )
+    from kb.entries.load import load_entries
+    from kb.mkdocs.pages import error_markdown
+    from kb.records.merge import merge
+    from kb.site.api import SiteInfo
+    from kb.site.views import error_view, family_ids, summary
+
+    result = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    errors = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
+    write_family(errors, "dcp-checks.yaml", family_yaml([DCP_MAX_ID, DCP]))
+    records = merge(result, load_entries(errors).entries).records
+    site = tmp_path / "site"
+    build_site(result, BuildOptions(site, jobs=1), records)
+    words = FAMILY_EXPLANATION.split()[:6]
+    for me, sibling in ((DCP, DCP_MAX_ID), (DCP_MAX_ID, DCP)):
+        html = (site / f"errors/{me}/index.html").read_text()
+        assert html.count('<section id="family">') == 1 and html.count(" ".join(words)) == 1  # shown once
+        section = html.split('<section id="family">')[1].split("</section>")[0]
+        assert "<h2>How this family works</h2>" in section and "one of 2 with one mechanism" in section
+        assert f'href="../../errors/{sibling}/"' in section and f'href="../../errors/{me}/"' not in section
+        assert "(this page)" in section
+        record = json.loads((site / f"api/errors/{me}").read_text())
+        jsonschema.validate(record, RECORD_SCHEMA)
+        assert record["kb"]["family"] == {"slug": "dcp-checks", "title": "DCP checks", "explanation": FAMILY_EXPLANATION + "\n",
+                                          "members": [DCP_MAX_ID, DCP]}
+    assert broken_links(site) == []
+    outside = json.loads((site / "api/errors/index.json").read_text())["errors"]
+    plain = next(row["id"] for row in outside if row["id"] not in (DCP, DCP_MAX_ID))
+    assert json.loads((site / f"api/errors/{plain}").read_text())["kb"]["family"] is None
+    assert '<section id="family">' not in (site / f"errors/{plain}/index.html").read_text()
+
+    by_id = {r.id: r for r in records}  # the MkDocs twin: the same view model, as Markdown
+    summaries = {i: summary(r) for i, r in by_id.items()}
+    r = by_id[DCP]
+    view = error_view(r, SiteInfo(result.tree), [summaries[i] for i in r.related], [summaries[i] for i in family_ids(r)])
+    page = error_markdown(view, SiteInfo(result.tree), {i: x.title for i, x in by_id.items()}, "../")
+    assert page.count("## How this family works") == 1
+    family_part = page.split("## How this family works")[1].split("\n## ")[0]
+    assert f"]({DCP_MAX_ID}.md)" in family_part and "(this page)" in family_part and " ".join(words) in family_part

@@ -165,7 +165,7 @@ def test_build_shows_the_checker_and_the_checked_fix(tmp_path: Path, tree: Path,
     assert "<h2>Check your configuration</h2>" in html and "data-tree=" in html
     assert "✔ Checked: <code>kb check</code> predicts this error" in html
     assert "0.1.0" in html and 'class="badge curated"' in html
-    record = json.loads((out / f"api/errors/{DCP_ID}.json").read_text())
+    record = json.loads((out / f"api/errors/{DCP_ID}").read_text())
     assert record["kb"]["curated"] and record["kb"]["check"]["raisesWhen"].startswith("decode_context_parallel_size > 1")
     assert record["exampleFix"].startswith("# before\nvllm serve org/m --tensor-parallel-size 16")
     assert "2 of 9 errors curated" in (out / "index.html").read_text()

@@ -31,3 +31,16 @@ def test_every_entry_has_a_check_or_says_why_not() -> None:
         assert (e.check is None) != (e.no_check is None), e.path
         if e.check is not None and e.check.source_check == "manual":
             assert e.check.source_reason, e.path
+
+
+def test_shipped_families_explain_the_dcp_and_input_size_errors_once() -> None:
+    loaded = load_entries(data_dir("errors"))
+    families = {f.slug: f for f in loaded.families}
+    assert set(families) >= {"decode-context-parallel-size", "input-size-not-aligned"}
+    assert len(families["decode-context-parallel-size"].members) == 5
+    assert len(families["input-size-not-aligned"].members) == 3
+    by_id = {e.id: e for e in loaded.entries}
+    for f in families.values():
+        assert all(by_id[m].family == f for m in f.members), f.path
+        shared = " ".join(f.explanation.split())[:120]
+        assert not any(shared in " ".join(by_id[m].meaning.split()) for m in f.members), f.path  # not restated

@@ -4,8 +4,19 @@ from pathlib import Path
 
 import pytest
 
-from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_ENTRY, DCP_MAX_FILE, DCP_MAX_ID, write_entries
-from kb.entries.load import load_entries
+from entryhelpers import (
+    DCP_ENTRY,
+    DCP_ID,
+    DCP_MAX,
+    DCP_MAX_ENTRY,
+    DCP_MAX_FILE,
+    DCP_MAX_ID,
+    FAMILY_EXPLANATION,
+    family_yaml,
+    write_entries,
+    write_family,
+)
+from kb.entries.load import Loaded, load_entries
 from kb.records.merge import merge
 from sitehelpers import fixture_scan
 
@@ -93,3 +104,72 @@ def test_message_change_makes_an_entry_stale(tmp_path: Path) -> None:
     merged = merge(scan, load_entries(folder).entries)
     assert [p.kind for p in merged.problems] == ["stale"]
     assert str(merged.problems[0]).startswith("errors/dcp.yaml:3: stale: message changed in 0.1.0")
+
+
+# --- families: errors/families/<slug>.yaml ------------------------------------------------------
+def family_problems(tmp_path: Path, families: dict[str, str]) -> tuple[list[str], Loaded]:
+    folder = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
+    for name, text in families.items():
+        write_family(folder, name, text)
+    loaded = load_entries(folder)
+    return [str(p) for p in loaded.problems], loaded
+
+
+def test_a_family_reaches_each_member(tmp_path: Path) -> None:
+    got, loaded = family_problems(tmp_path, {"dcp.yaml": family_yaml([DCP_MAX_ID, DCP_ID])})
+    assert got == []
+    (family,) = loaded.families
+    assert (family.slug, family.path, family.members) == ("dcp", "errors/families/dcp.yaml", (DCP_MAX_ID, DCP_ID))
+    assert all(e.family == family for e in loaded.entries)
+
+
+def test_an_unknown_member_is_located_and_the_family_left_out(tmp_path: Path) -> None:
+    got, loaded = family_problems(tmp_path, {"dcp.yaml": family_yaml([DCP_ID, "0123456789abcdef"])})
+    assert got == ["errors/families/dcp.yaml:6: unknown member 0123456789abcdef: no entry in errors/ has this id"]
+    assert loaded.families == () and all(e.family is None for e in loaded.entries)
+
+
+def test_a_member_in_two_families_is_located(tmp_path: Path) -> None:
+    got, loaded = family_problems(tmp_path, {"a.yaml": family_yaml([DCP_ID, DCP_MAX_ID]),
+                                             "b.yaml": family_yaml([DCP_MAX_ID, DCP_ID], title="Again")})
+    assert got == [f"errors/families/b.yaml:5: member {DCP_MAX_ID} (errors/max.yaml) is also in errors/families/a.yaml: "
+                   "an entry is in at most one family",
+                   f"errors/families/b.yaml:6: member {DCP_ID} (errors/dcp.yaml) is also in errors/families/a.yaml: "
+                   "an entry is in at most one family"]
+    assert [f.slug for f in loaded.families] == ["a"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    (f"title: DCP\nmembers: [{DCP_ID}, {DCP_MAX_ID}]\n", ["errors/families/f.yaml:1: missing field 'explanation'"]),
+    (family_yaml([DCP_ID, DCP_MAX_ID]) + "colour: red\n", ["errors/families/f.yaml:7: unknown key 'colour'"]),
+    (family_yaml([DCP_ID]), ["errors/families/f.yaml:4: members is empty or too short"]),
+    (family_yaml([DCP_ID, "XYZ"]),
+     ["errors/families/f.yaml:6: members.1 must be an entry id, 16 lowercase hex characters (got 'XYZ')"]),
+    (family_yaml([DCP_ID, DCP_ID]),
+     [f"errors/families/f.yaml:6: member {DCP_ID} is listed twice (members.0 and members.1)"]),
+    (family_yaml([DCP_ID, DCP_MAX_ID], explanation="Too short."),
+     ["errors/families/f.yaml:2: explanation is shorter than 200 characters: explain the mechanism"]),
+    (family_yaml([DCP_ID, DCP_MAX_ID], explanation=FAMILY_EXPLANATION + " <b>bold</b>"),
+     ["errors/families/f.yaml:2: raw HTML in markdown (explanation): <b> (use backticks or plain text)",
+      "errors/families/f.yaml:2: raw HTML in markdown (explanation): </b> (use backticks or plain text)"]),
+    ("title: [1\n", ["errors/families/f.yaml:2: not valid YAML: expected ',' or ']', but got '<stream end>'"]),
+])
+def test_every_family_problem_is_located(tmp_path: Path, text: str, expected: list[str]) -> None:
+    got, loaded = family_problems(tmp_path, {"f.yaml": text})
+    assert got == expected
+    assert loaded.families == () and len(loaded.entries) == 2  # the members load, without the family
+
+
+def test_a_family_file_name_must_be_a_slug(tmp_path: Path) -> None:
+    got, _ = family_problems(tmp_path, {"Bad_Name.yaml": family_yaml([DCP_ID, DCP_MAX_ID])})
+    assert got == ["errors/families/Bad_Name.yaml:1: the file name must be a slug (lowercase words joined by -), "
+                   "got 'Bad_Name'"]
+
+
+def test_a_changed_family_file_is_read_again(tmp_path: Path) -> None:
+    folder = write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
+    assert load_entries(folder).families == ()
+    path = write_family(folder, "dcp.yaml", family_yaml([DCP_ID, DCP_MAX_ID]))
+    assert [f.title for f in load_entries(folder).families] == ["DCP checks"]
+    path.write_text(family_yaml([DCP_ID, DCP_MAX_ID], title="DCP size checks, renamed"), encoding="utf-8")
+    assert [f.title for f in load_entries(folder).families] == ["DCP size checks, renamed"]

@@ -68,7 +68,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def record(site: Path, ident: str) -> dict:
-    return json.loads((site / f"api/errors/{ident}.json").read_text())
+    return json.loads((site / f"api/errors/{ident}").read_text())
 
 
 def test_history_of_a_kept_error(built) -> None:

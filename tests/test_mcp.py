@@ -60,11 +60,12 @@ def test_the_mcp_tools_answer_as_the_cli_does(tmp_path: Path) -> None:
     release = str(tree)
     assert explained.pop("release") == release and explained == cli_json("explain", "--source", str(tree), FILLED)
     assert searched["release"] == release and searched["results"][0]["id"] == DCP
+    assert searched["results"] == cli_json("search", "--source", str(tree), "--limit", "3", FILLED)["results"]
     assert record["release"] == release and record["record"]["id"] == DCP
     built = subprocess.run([sys.executable, "-m", "kb", "build", "--source", str(tree), "-o", str(tmp_path / "site"),
                             "--quiet"], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
-    assert record["record"] == json.loads((tmp_path / "site" / "api" / "errors" / f"{DCP}.json").read_text())
+    assert record["record"] == json.loads((tmp_path / "site" / "api" / "errors" / DCP).read_text())
     cli = cli_json("check", "--source", str(tree), "--model-config", str(config), "--", *command.split())
     assert checked.pop("release") == release and checked == cli
     assert "error" in fitted and "parser" in fitted["error"]  # the fixture tree has no `vllm serve` parser

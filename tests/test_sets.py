@@ -161,7 +161,7 @@ def test_reachability_falls_back_to_where_it_is_raised_and_every_error_has_a_cla
 def test_records_are_built_without_it_and_the_site_build_attaches_it(dcp_scan: ScanResult, tmp_path: Path) -> None:
     assert all(r.setby is None for r in build_records(dcp_scan))  # kb explain, lint, check do not pay for it
     r = record_of(dcp_scan, DCP)
-    page = build_and_read(dcp_scan, tmp_path, f"api/errors/{r.id}.json")
+    page = build_and_read(dcp_scan, tmp_path, f"api/errors/{r.id}")
     assert json.loads(page)["kb"]["setBy"] == r.setby.to_json()  # type: ignore[union-attr]
 
 

@@ -42,7 +42,7 @@ def test_error_page(built, snapshot) -> None:
 
 def test_api_record(built, snapshot) -> None:
     _, _, site = built
-    assert json.loads((site / f"api/errors/{DCP}.json").read_text()) == snapshot, REGENERATE
+    assert json.loads((site / f"api/errors/{DCP}").read_text()) == snapshot, REGENERATE
 
 
 def test_match_index(built, snapshot) -> None:

@@ -28,6 +28,16 @@ class Releases:
     def __init__(self, spec: SourceSpec, errors: Optional[Path]) -> None:
         self.spec, self.errors = spec, errors
         self.records: dict[str, tuple[Any, Any]] = {}
+        self.searchers: dict[str, Any] = {}
+
+    def searcher(self, spec: SourceSpec) -> Any:
+        """The release's ranked search (kb search's), loaded once."""
+        from kb.jobs import searcher_for
+
+        key = self.label(spec)
+        if key not in self.searchers:
+            self.searchers[key] = searcher_for(spec, errors=self.errors)
+        return self.searchers[key]
 
     def label(self, spec: SourceSpec) -> str:
         return spec.vllm_version or spec.wheel or spec.source_dir or spec.git or "?"
@@ -92,18 +102,17 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
         return _answer(releases.label(spec), json.loads(explanation_json(ex)))
 
     def search_errors(query: str, release: Optional[str] = None, limit: int = 10) -> dict[str, Any]:
-        """vLLM errors for a paste or words: the exact template matches first, then the closest
-        templates by their words. Each result has its id, score and title."""
+        """vLLM errors for a paste or words, as `kb search --json` ranks them: the exact template
+        matches first, then the errors ranked by the words (lunr: field weights, stemming, the
+        shorthand users type). Each result has its id, score, title, url and kind."""
+        from kb.search.query import hits_json
+
         spec = releases.spec_for(release)
-        found = explain(query, releases.label(spec))
-        results = [{"id": m["id"], "score": m["score"], "title": m["title"], "kind": m["kind"]}
-                   for f in found.get("found", []) for m in [f["match"]]]
-        results += [{"id": s["id"], "score": s.get("score", 0), "title": s.get("title", ""), "kind": "words"}
-                    for s in found.get("suggestions", []) if all(s["id"] != r["id"] for r in results)]
-        return _answer(found["release"], {"results": results[:max(1, min(int(limit), 50))]})
+        hits = releases.searcher(spec).search(query[:MAX_TEXT], max(1, min(int(limit), 50)))
+        return _answer(releases.label(spec), {"results": json.loads(hits_json(releases.label(spec), hits))["results"]})
 
     def get_error(id: str, release: Optional[str] = None) -> dict[str, Any]:
-        """The full record of one error id, as the site's /api/errors/<id>.json gives it."""
+        """The full record of one error id, as the site's /api/errors/<id> gives it."""
         spec = releases.spec_for(release)
         record = releases.record(spec, id)
         if record is None:

@@ -48,7 +48,11 @@ def index_path(cache: Path, wheel: Path, errors: Path, include_vendored: bool) -
 
 def to_json(records: Sequence[Record], model: ConfigModel, derived: DerivedIndex) -> dict[str, Any]:
     wanted = {c.record_id for c in derived.checks}
-    kept = [r for r in records if r.id in wanted or (r.entry is not None and r.entry.check is not None)]
+    from kb.fit.launch import fit_error_key
+
+    # the records of the checks, and of the memory errors kb fit names (kb check --gpu runs it too)
+    kept = [r for r in records if r.id in wanted or (r.entry is not None and r.entry.check is not None)
+            or fit_error_key(r.template) is not None]
     return {"format": INDEX_FORMAT, "records": [_record(r) for r in kept], "config": model.to_json(),
             "derived": derived.to_json()}
 

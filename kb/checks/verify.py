@@ -18,13 +18,15 @@ from kb.checks.order import validation_failures
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.config.model import ConfigModel
-from kb.errors import ExprError, MissingInput
+from kb.errors import ExprError, MissingInput, UsageError
 from kb.model import Check, Located, RaiseSite, Record
 
 
 def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = None) -> dict[str, list[Located]]:
-    """The problems of every record whose entry has a check (an empty list: it is verified).
-    With the release's flag model, both sides of an example fix must also pass vLLM's parser."""
+    """The problems of every record whose entry has a check or a `vllm serve` example fix (an
+    empty list: it is verified). With the release's flag model, both sides of an example fix
+    must also pass vLLM's parser. An entry without a check proves its fix through the checks kb
+    derives from vLLM's guards, as `kb check` runs them."""
     out: dict[str, list[Located]] = {}
     curated = [r for r in records if r.entry is not None and r.entry.check is not None]
     twins = derive([s for r in curated for s in r.sites], config) if config is not None and has_parser(config) else None
@@ -35,6 +37,10 @@ def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = No
         if r.entry is not None and r.entry.example_fix is not None:
             problems += verify_example_fix(r, records, config)
         out[r.id] = list(dict.fromkeys(problems))  # a failing check meets both sides of a fix
+    for r in records:
+        e = r.entry
+        if e is not None and e.check is None and e.example_fix is not None and e.example_fix.language == "shell":
+            out[r.id] = list(dict.fromkeys(verify_example_fix(r, records, config)))
     return out
 
 
@@ -178,7 +184,7 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
     refused by vLLM's argument parser (kb/checks/cli_parse.py) or break a config field's
     constraints (kb/checks/order.py): vLLM stops there, before this check."""
     e = r.entry
-    assert e is not None and e.example_fix is not None and e.check is not None
+    assert e is not None and e.example_fix is not None
     fix = e.example_fix
     line = e.line_of("example_fix")
     if fix.language != "shell":
@@ -207,6 +213,9 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
             else predict(records, launch)
         problems += [_failed_check(n, r, side) for n in outcome.not_run]
         ids = [p.record.id for p in outcome.predicted]
+        # with the GPU's memory, as `kb check` then also runs `kb fit`: the memory errors
+        memory = _fit_ids(records, config, words, fix.model_config, fix.hardware) if _memory_error(r) else []
+        ids += [i for i in memory if i not in ids]
         if side == "before" and r.id not in ids and all(n.record.id != r.id for n in outcome.not_run):
             missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
             why = f" (missing inputs: {', '.join(missing)})" if missing else ""
@@ -215,5 +224,28 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
         if side == "after" and ids:
             problems.append(Located(e.path, e.line_of("example_fix", side),
                                     "example_fix.after still predicts: " + "; ".join(
-                                        f"{p.record.id} ({p.message})" for p in outcome.predicted)))
+                                        [f"{p.record.id} ({p.message})" for p in outcome.predicted]
+                                        + [f"{i} (kb fit)" for i in memory])))
     return problems
+
+
+def _memory_error(r: Record) -> bool:
+    """Whether the error is one of the memory errors `kb fit` predicts."""
+    from kb.fit.launch import fit_error_key
+
+    return fit_error_key(r.template) is not None
+
+
+def _fit_ids(records: Sequence[Record], config: Optional[ConfigModel], words: Sequence[str],
+             model_config: Optional[Mapping[str, Any]], hardware: Optional[Mapping[str, Any]]) -> list[str]:
+    """The memory errors `kb fit` predicts for the launch (their ids), when the example gives the
+    GPU's memory and the release's parser is known."""
+    from kb.fit.launch import fit_one
+
+    if config is None or not has_parser(config) or not hardware or "gpu_memory_gib" not in hardware:
+        return []
+    try:
+        report = fit_one(records, config, words, ConfigFile("config.json", dict(model_config or {})), dict(hardware))
+    except (UsageError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return []  # the example lacks what the fit needs: it proves nothing
+    return [err.id for err in report.errors if err.id is not None]

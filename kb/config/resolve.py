@@ -69,6 +69,8 @@ _HARDWARE_WORDS = re.compile(r"(memory|device|capability|gpu|cuda|rocm|tpu|xpu|c
                              r"has_triton|_available|is_installed|find_spec)", re.I)
 
 
+NOT_FOLLOWED = "not followed by kb: a parameter, a call or a name it does not know"
+
 @dataclass(frozen=True)
 class Input:
     """One thing a guard reads, as users know it. `read` is the source text read (after locals);
@@ -507,7 +509,7 @@ class Resolver:
             return self.follow_local(parts, scope, depth)
         if traced:
             return self.through_callers(parts, text, scope, depth)
-        return [Input(UNRESOLVED, text, text, "not followed by kb: a parameter, a call or a name it does not know")]
+        return [Input(UNRESOLVED, text, text, NOT_FOLLOWED)]
 
     def follow_local(self, parts: tuple[str, ...], scope: Scope, depth: int) -> list[Input]:
         """A local, read as the value the function assigned it before the raise."""

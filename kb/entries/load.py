@@ -1,15 +1,18 @@
-"""errors/*.yaml -> curated entries, validated. Every problem carries `path:line`.
+"""errors/*.yaml -> curated entries, validated, and errors/families/*.yaml -> the families
+they belong to. Every problem carries `path:line`.
 
-The file format is the JSON Schema kb/schemas/entry.schema.json; the loader reports every
-problem of a file (unknown key, wrong type, missing field, bad id, raw HTML in markdown,
-check expressions outside the whitelist, duplicate ids across files) before giving up on it.
+The file formats are the JSON Schemas kb/schemas/entry.schema.json and family.schema.json; the
+loader reports every problem of a file (unknown key, wrong type, missing field, bad id, raw HTML
+in markdown, check expressions outside the whitelist, duplicate ids across files, a family
+member that is no entry or is in two families) before giving up on it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
@@ -27,6 +30,7 @@ from kb.model import (
     Defensive,
     Entry,
     ExampleFix,
+    Family,
     Located,
     Situation,
     Verified,
@@ -34,41 +38,49 @@ from kb.model import (
 from kb.paths import SCHEMAS
 
 SCHEMA_PATH = SCHEMAS / "entry.schema.json"
+FAMILY_SCHEMA_PATH = SCHEMAS / "family.schema.json"
+FAMILIES = "families"  # the sub-folder of errors/ that holds the family files
+MIN_EXPLANATION = 200  # characters of a family's explanation, as of an entry's meaning (tests/test_curated.py)
 _MARKDOWN_FIELDS = ("meaning", "trigger")
 _MARKDOWN_LISTS = ("solutions", "prevention")
+_SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 @dataclass(frozen=True)
 class Loaded:
-    entries: tuple[Entry, ...]
+    entries: tuple[Entry, ...]  # each member of a family carries it (Entry.family)
     problems: tuple[Located, ...]
+    families: tuple[Family, ...] = ()
 
 
-@lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+@lru_cache(maxsize=2)
+def _validator(path: Path = SCHEMA_PATH) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(path.read_text(encoding="utf-8")))
 
 
 def load_entries(folder: Path) -> Loaded:
-    """Every `*.yaml` of `folder`, sorted by name. Malformed files are left out and reported.
+    """Every `*.yaml` of `folder` and of its `families/` folder, sorted by name. Malformed files
+    are left out and reported.
 
     Loaded once per process while the files are unchanged (jobs over many releases read the
     same entries for each)."""
     paths = sorted(folder.glob("*.yaml"))
+    family_paths = sorted((folder / FAMILIES).glob("*.yaml"))
     try:
-        key = (str(folder.resolve()), tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in paths))
+        key = (str(folder.resolve()), tuple((str(p.relative_to(folder)), p.stat().st_mtime_ns, p.stat().st_size)
+                                            for p in paths + family_paths))
     except OSError:
-        return _load_entries(folder, paths)
+        return _load_entries(folder, paths, family_paths)
     if key not in _LOADED:
         _LOADED.clear()
-        _LOADED[key] = _load_entries(folder, paths)
+        _LOADED[key] = _load_entries(folder, paths, family_paths)
     return _LOADED[key]
 
 
 _LOADED: dict[tuple[str, tuple[tuple[str, int, int], ...]], Loaded] = {}
 
 
-def _load_entries(folder: Path, paths: list[Path]) -> Loaded:
+def _load_entries(folder: Path, paths: list[Path], family_paths: Sequence[Path] = ()) -> Loaded:
     entries: list[Entry] = []
     problems: list[Located] = []
     seen: dict[str, str] = {}
@@ -83,7 +95,39 @@ def _load_entries(folder: Path, paths: list[Path]) -> Loaded:
             continue
         seen[entry.id] = shown
         entries.append(entry)
-    return Loaded(tuple(entries), tuple(problems))
+    families, found = _families(folder, family_paths, seen)
+    problems.extend(found)
+    owner = {m: f for f in families for m in f.members}
+    entries = [replace(e, family=owner[e.id]) if e.id in owner else e for e in entries]
+    return Loaded(tuple(entries), tuple(problems), tuple(families))
+
+
+def _families(folder: Path, paths: Sequence[Path], entries: dict[str, str]) -> tuple[list[Family], list[Located]]:
+    """The families whose every member is a loaded entry (`entries`: id -> file) in no other
+    family; a family with a problem is left out whole, its members stay entries without one."""
+    families: list[Family] = []
+    problems: list[Located] = []
+    owner: dict[str, str] = {}
+    for path in paths:
+        shown = f"{folder.name}/{FAMILIES}/{path.name}"
+        family, found = load_family(path, shown)
+        problems.extend(found)
+        if family is None:
+            continue
+        for i, member in enumerate(family.members):
+            if member not in entries:
+                found.append(Located(shown, family.line_of("members", i),
+                                     f"unknown member {member}: no entry in {folder.name}/ has this id"))
+            elif member in owner:
+                found.append(Located(shown, family.line_of("members", i),
+                                     f"member {member} ({entries[member]}) is also in {owner[member]}: "
+                                     "an entry is in at most one family"))
+        problems.extend(found)
+        if found:
+            continue
+        owner.update((m, shown) for m in family.members)
+        families.append(family)
+    return families, problems
 
 
 def _shown(path: Path, folder: Path) -> str:
@@ -93,25 +137,33 @@ def _shown(path: Path, folder: Path) -> str:
 MAX_BYTES = 1 << 20  # an entry is a few KB; the cap bounds the time and memory of reading one
 
 
-def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
+def _read(path: Path, shown: str) -> tuple[Any, dict[str, int], list[Located]]:
+    """The YAML data of one file and the line of each key, or the problem that stops reading it."""
     try:
         if not path.is_file():  # a FIFO or a device would block or never end
-            return None, [Located(shown, 1, "cannot read: not a regular file")]
+            return None, {}, [Located(shown, 1, "cannot read: not a regular file")]
         with path.open("rb") as f:
             raw = f.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
-            return None, [Located(shown, 1, f"cannot read: larger than {MAX_BYTES // 1024} KiB")]
+            return None, {}, [Located(shown, 1, f"cannot read: larger than {MAX_BYTES // 1024} KiB")]
         text = raw.decode("utf-8")
     except OSError as e:
-        return None, [Located(shown, 1, f"cannot read: {e.strerror or e}")]
+        return None, {}, [Located(shown, 1, f"cannot read: {e.strerror or e}")]
     except UnicodeDecodeError as e:
-        return None, [Located(shown, raw.count(b"\n", 0, e.start) + 1, f"cannot read: not UTF-8 ({e.reason})")]
+        return None, {}, [Located(shown, raw.count(b"\n", 0, e.start) + 1, f"cannot read: not UTF-8 ({e.reason})")]
     try:
         data, lines = read_yaml(text)
     except YamlProblem as e:
-        return None, [Located(shown, e.line, e.message)]
+        return None, {}, [Located(shown, e.line, e.message)]
     if data is None:
-        return None, [Located(shown, 1, "empty file")]
+        return None, {}, [Located(shown, 1, "empty file")]
+    return data, lines, []
+
+
+def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
+    data, lines, problems = _read(path, shown)
+    if problems:
+        return None, problems
     problems = _schema_problems(data, lines, shown)
     if problems:
         return None, problems
@@ -121,9 +173,39 @@ def load_entry(path: Path, shown: str) -> tuple[Optional[Entry], list[Located]]:
     return _entry(data, lines, shown), []
 
 
-def _schema_problems(data: Any, lines: dict[str, int], shown: str) -> list[Located]:
+def load_family(path: Path, shown: str) -> tuple[Optional[Family], list[Located]]:
+    """One family file on its own; its members are checked against the entries by the caller."""
+    data, lines, problems = _read(path, shown)
+    if problems:
+        return None, problems
+    problems = _schema_problems(data, lines, shown, FAMILY_SCHEMA_PATH)
+    if problems:
+        return None, problems
+    slug = path.name.removesuffix(".yaml")
+    if not _SLUG.match(slug):
+        problems.append(Located(shown, 1, f"the file name must be a slug (lowercase words joined by -), got {slug!r}"))
+    explanation = data["explanation"]
+    problems.extend(Located(shown, lines.get("explanation", 1), p) for p in problems_in(explanation, "explanation"))
+    if len(" ".join(explanation.split())) < MIN_EXPLANATION:
+        problems.append(Located(shown, lines.get("explanation", 1),
+                                f"explanation is shorter than {MIN_EXPLANATION} characters: explain the mechanism"))
+    for where, text in _strings(data, ""):
+        if "TODO" in text:
+            problems.append(Located(shown, lines.get(where, 1), f"unfinished: TODO left in {where}"))
+    first: dict[str, int] = {}
+    for i, member in enumerate(data["members"]):
+        if member in first:
+            problems.append(Located(shown, lines.get(f"members.{i}", 1),
+                                    f"member {member} is listed twice (members.{first[member]} and members.{i})"))
+        first.setdefault(member, i)
+    if problems:
+        return None, problems
+    return Family(slug, shown, data["title"], explanation, tuple(data["members"]), lines), []
+
+
+def _schema_problems(data: Any, lines: dict[str, int], shown: str, schema: Path = SCHEMA_PATH) -> list[Located]:
     out = []
-    for error in sorted(_validator().iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+    for error in sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
         where = ".".join(str(p) for p in error.absolute_path)
         out.append(Located(shown, _line(lines, where, error), _describe(error, where)))
     return sorted(out, key=lambda p: (p.line, p.message))
@@ -161,6 +243,8 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         return f"{field_name} must be {_a(expected)} (got {_kind(error.instance)})"
     if v == "pattern" and where == "id":
         return f"id must be 16 lowercase hex characters (got {error.instance!r})"
+    if v == "pattern" and where.startswith("members."):
+        return f"{field_name} must be an entry id, 16 lowercase hex characters (got {error.instance!r})"
     if v == "pattern" and "references" in where:
         return f"{field_name} must be a GitHub issue or PR URL (https://github.com/OWNER/REPO/issues/N or /pull/N), got {error.instance!r}"
     if v == "pattern":

@@ -112,8 +112,7 @@ def _curated(r: Record) -> dict[str, Any]:
     e = r.entry
     if e is None:
         return {}
-    return {"meaning": normalize(e.meaning)[:400], "solution": e.solutions[0] if e.solutions else "",
-            "text": normalize(" ".join([e.meaning, *e.solutions])).lower()}
+    return {"meaning": normalize(e.meaning)[:400], "solution": e.solutions[0] if e.solutions else ""}
 
 
 # The fields of an index entry and their JSON types: what the matcher and its output read.

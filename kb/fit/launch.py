@@ -23,13 +23,21 @@ from kb.fit.memory import GIB, Fit, FitInput, compute
 from kb.fit.shape import shape_of
 from kb.model import Record
 
-# the memory errors of kb/fit/memory.py and how their template starts in the scanned release
+# the memory errors of kb/fit/memory.py: how their template starts in the scanned release, and
+# what else it says (two "Free memory on device" errors differ after their values: kb sizes the
+# one of the plain utilization, not the one after an external process's cached weights)
 TEMPLATES = {
-    "no-memory": "No available memory for the cache blocks",
-    "max-seq-len": "To serve at least one request with the model's max seq len",
-    "free-memory": "Free memory on device",
-    "auto-fit": "Cannot auto-fit max_model_len",
+    "no-memory": ("No available memory for the cache blocks", ""),
+    "max-seq-len": ("To serve at least one request with the model's max seq len", ""),
+    "free-memory": ("Free memory on device", "desired GPU memory utilization"),
+    "auto-fit": ("Cannot auto-fit max_model_len", ""),
 }
+
+
+def fit_error_key(template: str) -> Optional[str]:
+    """Which memory error kb fit predicts this template is, if any."""
+    return next((key for key, (start, also) in TEMPLATES.items() if template.startswith(start) and also in template),
+                None)
 MAX_INDEX_BYTES = 16 * 1024 * 1024
 
 
@@ -133,7 +141,7 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         memory_used_elsewhere=float(hardware.get("gpu_memory_used_gib") or 0) * GIB,
         estimate_cudagraphs=cg, capability=hw.capability, dtype=str(number("dtype", "auto")))
     fit = compute(inp)
-    ids = {key: next((r.id for r in records if r.template.startswith(start)), None) for key, start in TEMPLATES.items()}
+    ids = {key: next((r.id for r in records if fit_error_key(r.template) == key), None) for key in TEMPLATES}
     errors = tuple(FitError(e.key, ids.get(e.key), e.message) for e in fit.errors)
     if checkpoint is None:
         assumptions.append("the weights are estimated from config.json (no checkpoint files beside it)")

@@ -106,6 +106,14 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
         out += [md_text(view.facts), "",
                 "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
                 ""]
+    if view.family is not None:
+        f = view.family
+        out += ["## How this family works", "",
+                f"This error is one of {f.size} with one mechanism: **{md_text(f.title)}**. What it means above "
+                "is specific to this message; the mechanism they share is explained here once.", "",
+                prose(f.explanation), ""]
+        out += [f"- **{md_text(m.title)}** (this page)" if m.id == r.id else f"- [{md_text(pages[m.id])}]({m.id}.md)"
+                for m in f.members if m.id == r.id or m.id in pages] + [""]
     out += set_by_markdown(r)
     out += ["## Source", ""]
     for i, s in enumerate(view.sites):
@@ -168,7 +176,7 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
             f"{quote(info.tree.ref, safe='/')}). Derived from the source: the message, the source excerpt, the trigger and the related "
             "errors. " + ("Curated (checked by `kb lint`): what it means, solutions, example fix, defensive patterns, "
                           "prevention, common situations." if e else "Curated: nothing yet."), "",
-            f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id}.json)", ""]
+            f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id})", ""]
     return "\n".join(out)
 
 

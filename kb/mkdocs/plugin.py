@@ -34,7 +34,7 @@ from kb.model import Record
 from kb.records.merge import attach_set_by
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_files, check_trees, config_api_files, record_files
-from kb.site.views import error_view, summary
+from kb.site.views import error_view, family_ids, summary
 
 log = logging.getLogger("mkdocs.plugins.vllm-errors")
 
@@ -105,7 +105,8 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         self.pages = {}
         guard = escape_snippets if self.snippets else str
         for r in shown:
-            view = error_view(r, info, [summaries[i] for i in r.related])
+            view = error_view(r, info, [summaries[i] for i in r.related],
+                              [summaries[i] for i in family_ids(r) if i in summaries])
             f = File.generated(config, f"{path}/{r.id}.md", content=guard(error_markdown(view, info, titles, api_prefix)))
             files.append(f)
             self.pages[r.id] = f

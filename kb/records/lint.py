@@ -37,6 +37,8 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
         e = r.entry
         if e is None:
             continue
+        if e.example_fix is not None and (e.check is not None or e.example_fix.language == "shell"):
+            fixes += 1  # run through kb check (and kb fit for the memory errors) by the merge
         if e.check is None:
             if e.no_check is None:
                 problems.append(f"{e.path}:1: needs a check, or no_check: <why no check can predict this error>")
@@ -47,6 +49,4 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
         cases += len(e.check.cases)
         if e.check.source_check == "manual":
             manual.append((r.id, e.path, e.check.source_reason or ""))
-        if e.example_fix is not None:
-            fixes += 1
     return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged)

@@ -53,6 +53,19 @@ def group_sites(sites: Sequence[RaiseSite]) -> dict[str, list[RaiseSite]]:
     return by_id
 
 
+def record_title(sites: Sequence[RaiseSite]) -> str:
+    """The title of an error: its message's first sentence; for a message joined at run time
+    (`{' '.join(errors)}`), the first of the messages it is built from, and how many others."""
+    s = sites[0]
+    title = title_of(s.template, s.exception_class, s.fact.qualname)
+    parts = list(dict.fromkeys(p for site in sites for p in site.fact.parts))
+    if parts and title == title_of("", s.exception_class, s.fact.qualname):
+        first = title_of(parts[0], s.exception_class, s.fact.qualname)
+        more = len(parts) - 1
+        return first + (f" (or {more} other message{'s' if more > 1 else ''})" if more else "")
+    return title
+
+
 def build_records(scan: ScanResult) -> list[Record]:
     """Records sorted by (file, first line, id), without curated entries."""
     by_id = group_sites(scan.sites)
@@ -62,7 +75,7 @@ def build_records(scan: ScanResult) -> list[Record]:
         Record(
             id=ident,
             slug=slugs[ident],
-            title=title_of(sites[0].template, sites[0].exception_class, sites[0].fact.qualname),
+            title=record_title(sites),
             template=sites[0].template,
             exception_class=sites[0].exception_class,
             sites=tuple(sites),

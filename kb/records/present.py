@@ -24,6 +24,22 @@ _WORD = re.compile(r"[a-z0-9]+")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
+# The lines of a raise's excerpt that pages and API records show. A curated error shows all the
+# scan keeps (37: the sibling checks before it, the code after); an uncurated one, of which a
+# release has thousands, its guard's lines above it and a few below, the rest one click away
+# (the pinned GitHub link): a third of the site's bytes were excerpts.
+SHOWN_BEFORE = 10
+SHOWN_AFTER = 4
+
+
+def shown_lines(site: RaiseSite, curated: bool) -> tuple[int, int]:
+    """The first and last line of `site`'s excerpt shown in full."""
+    e = site.excerpt
+    if curated:
+        return e.start, e.end
+    return max(e.start, site.line - SHOWN_BEFORE), min(e.end, site.fact.end_line + SHOWN_AFTER)
+
+
 def title_of(template: str, exception_class: str, function: str) -> str:
     """The message's first sentence, cut at a word boundary; a fact-based title when empty."""
     text = " ".join(template.split())

@@ -17,7 +17,8 @@ from kb.explain.index import match_index_json
 from kb.files import compact_json
 from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
-from kb.records.present import github_url, message_pattern, trigger_text
+from kb.records.present import github_url, message_pattern, shown_lines, trigger_text
+from kb.search.index import search_index_json
 
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
@@ -72,6 +73,7 @@ def facts_sentence(record: Record) -> str:
 
 def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
     s = record.sites[0]
+    first, last = shown_lines(s, record.curated)
     e = record.entry
     documentation = f"{facts_sentence(record)} {NOT_CURATED}" if e is None else e.meaning
     triggers = trigger_text(s) if e is None or not e.trigger else e.trigger
@@ -96,9 +98,9 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
         "severity": "error",
         "filePath": s.file,
         "lineNumber": s.line,
-        "sourceCode": "\n".join(s.excerpt.lines),
-        "sourceCodeStart": s.excerpt.start,
-        "sourceCodeEnd": s.excerpt.end,
+        "sourceCode": "\n".join(s.excerpt.lines[first - s.excerpt.start:last - s.excerpt.start + 1]),
+        "sourceCodeStart": first,
+        "sourceCodeEnd": last,
         "githubUrl": github_url(record.ref or info.tree.ref, s.file, s.line),
         "documentation": documentation,
         "triggerScenarios": triggers,
@@ -131,6 +133,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "references": list(e.references) if e is not None else [],
             "history": _history(record),
             "setBy": record.setby.to_json() if record.setby is not None else None,
+            "family": e.family.to_json() if e is not None and e.family is not None else None,
         },
     }
 
@@ -187,9 +190,9 @@ def _kebab(name: str) -> str:
 
 
 def record_files(record: Record, info: SiteInfo) -> list[tuple[str, str]]:
-    """/api/errors/<id> and the same with `.json`: one record, for the site and the MkDocs plugin."""
-    text = compact_json(api_record(record, info))
-    return [(f"api/errors/{record.id}", text), (f"api/errors/{record.id}.json", text)]
+    """/api/errors/<id>: one record, for the site and the MkDocs plugin. It is written once (a
+    `.json` twin doubled the API's size); hosts with rewrites also answer `<id>.json` (`_redirects`)."""
+    return [(f"api/errors/{record.id}", compact_json(api_record(record, info)))]
 
 
 CONFIG_API_FORMAT = "kb-config-api/1"
@@ -251,6 +254,7 @@ def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
              f"- [{base}/api/errors/index.json]({base}/api/errors/index.json): every error id, class, message, file",
              f"- {base}/api/errors/<id>.json: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
              f"- [{base}/api/match-index.json]({base}/api/match-index.json): the message templates kb explain matches",
+             f"- [{base}/api/search-index.json]({base}/api/search-index.json): the ranked word index (lunr 2.3.9) kb search reads",
              "", "## Curated errors", ""]
     for r in sorted((r for r in records if r.curated), key=lambda r: (r.title.lower(), r.id)):
         meaning = " ".join((r.entry.meaning if r.entry is not None else "").split())
@@ -270,3 +274,4 @@ def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Word
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
     yield "api/match-index.json", match_index_json(records, info.tree.release, wordings)
+    yield "api/search-index.json", search_index_json(records, info.tree.release)

@@ -42,7 +42,7 @@ from kb.site.render import (
     simple_page,
     templates_digest,
 )
-from kb.site.views import Summary, error_view, summary
+from kb.site.views import Summary, error_view, family_ids, summary
 from kb.workers import worker_pool
 
 PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
@@ -149,7 +149,7 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
 
 
 def _record_paths(r: Record) -> tuple[str, ...]:
-    return (f"errors/{r.id}/index.html", f"api/errors/{r.id}", f"api/errors/{r.id}.json", f"errors/{r.slug}/index.html")
+    return (f"errors/{r.id}/index.html", f"api/errors/{r.id}", f"errors/{r.slug}/index.html")
 
 
 def code_files() -> list[Path]:
@@ -168,11 +168,13 @@ def code_digest() -> str:
 
 def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, Summary]) -> str:
     """Everything a record's page and JSON are made from: the source file's bytes (the sites
-    follow from them), the curated entry, and what the page shows of related records."""
+    follow from them), the curated entry (with its family), and what the page shows of related
+    records and of the family's members."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
                          repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby),
-                         [list(vars(summaries[i]).values()) for i in r.related]]).encode())
+                         [list(vars(summaries[i]).values()) for i in r.related],
+                         [list(vars(summaries[i]).values()) for i in family_ids(r) if i in summaries]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
         h.update(repr(r.sites).encode())
     return h.hexdigest()
@@ -184,14 +186,15 @@ def _info_key(info: SiteInfo) -> list[Any]:
 
 
 # --- error pages, in worker processes --------------------------------------------------------
-Group = tuple[list[Record], dict[str, Summary]]  # the records of one source file, their related links
+Group = tuple[list[Record], dict[str, Summary]]  # the records of one source file, their related and family links
 
 
-def _render_group(records: list[Record], related: dict[str, Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
+def _render_group(records: list[Record], links: dict[str, Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
     html_lines = highlight_excerpts(s.excerpt for r in records for s in r.sites)
     return [
         (r.id, f"errors/{r.id}/index.html",
-         error_page(error_view(r, info, [related[i] for i in r.related]), info, html_lines))
+         error_page(error_view(r, info, [links[i] for i in r.related], [links[i] for i in family_ids(r) if i in links]),
+                    info, html_lines))
         for r in records
     ]
 
@@ -209,7 +212,8 @@ class _Renderer:
 
     def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, Summary], info: SiteInfo,
                  jobs: Optional[int]) -> None:
-        self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related})
+        self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related + family_ids(r)
+                                               if i in summaries})
                                     for f in sorted(todo)]
         self.info = info
         self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -324,6 +328,8 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
         'href="./', 'href="/').replace('src="./', 'src="/')
     yield from api_files(every, info, wordings)
     yield from config_api_files(scan.config, info)
+    # Hosts with rewrites (Netlify, Cloudflare Pages) answer a record's old `.json` path too.
+    yield "_redirects", "/api/errors/:id.json /api/errors/:id 200\n"
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
         flag_urls = (["flags/", *sorted({f"flags/{flag_slug(f)}/" for f in scan.config.flags})]

@@ -6,6 +6,7 @@ once. Each line's spans are closed at its end, so lines can be sliced out per si
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from pygments import highlight
@@ -18,8 +19,13 @@ _LEXER = PythonLexer(stripnl=False, ensurenl=False)
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
+# Names, white space, punctuation and operators are drawn in the text colour (pygments' default
+# style gives them no colour of their own, or a grey): their spans are half an excerpt's bytes.
+_PLAIN = re.compile(r'<span class="(?:n|w|p|o)">([^<]*)</span>')
+
+
 def highlight_lines(text: str) -> list[str]:
-    return highlight(text, _LEXER, _FORMATTER).split("\n")
+    return _PLAIN.sub(r"\1", highlight(text, _LEXER, _FORMATTER)).split("\n")
 
 
 def highlight_excerpts(excerpts: Iterable[Excerpt]) -> dict[int, str]:

@@ -17,7 +17,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
-from kb.config.resolve import KIND_LABELS
+from kb.config.resolve import KIND_LABELS, NOT_FOLLOWED
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
 from kb.paths import data_dir
@@ -119,8 +119,7 @@ def excerpt_html(site: SiteView, html_lines: dict[int, str]) -> Markup:
         html = html_lines.get(n)
         if html is None:
             html = str(escape(e.lines[n - e.start]))
-        hit = " hit" if site.line <= n <= site.end_line else ""
-        rows.append(f'<span class="row{hit}"><span class="ln" aria-hidden="true">{n}</span>{html}</span>')
+        rows.append(f'<span class="r h">{html}</span>' if site.line <= n <= site.end_line else f'<span class="r">{html}</span>')
     return Markup("".join(rows))
 
 
@@ -150,6 +149,7 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "shown_triggers": SHOWN_TRIGGERS,
         "kinds": KIND_LABELS,
         "max_inputs": SHOWN_INPUTS,
+        "not_followed": NOT_FOLLOWED,
         "issue_url": issue_url(record, info),
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")

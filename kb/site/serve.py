@@ -45,6 +45,9 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         full = self._resolve(urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0]))
+        if full is not None and full.suffix == ".json" and full.parent.name == "errors" \
+                and full.parent.parent == self._root() / "api" and not full.exists():
+            full = full.with_suffix("")  # as the site's /_redirects tells Netlify and Cloudflare: one record, two paths
         return str(full if full is not None else self._root() / "refused")  # never reached: send_head refuses first
 
     def send_head(self) -> io.BytesIO | BinaryIO | None:

@@ -12,10 +12,10 @@ from kb.checks.evaluate import readable, to_tree
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.hardware import Gpu
 from kb.model import Entry, Excerpt, RaiseSite, Record
-from kb.records.present import Trigger, github_url, trigger_of
+from kb.records.present import Trigger, github_url, shown_lines, trigger_of
 from kb.site.api import SiteInfo, facts_sentence, json_ld
 
-FULL_EXCERPTS = 3  # sites of one id shown with the 37-line excerpt; the rest with 7 lines
+FULL_EXCERPTS = 3  # sites of one id shown with their guard (present.shown_lines); the rest with 7 lines
 SHORT_RADIUS = 3
 SHOWN_EXCERPTS = 10  # sites past these are listed without an excerpt: keeps every page under 50 KB
 SHOWN_TRIGGERS = 20  # conditions written out on a page; the rest are the linked sites
@@ -120,6 +120,31 @@ class TriggerGroup(NamedTuple):
 
 
 @dataclass(frozen=True)
+class FamilyView:
+    """The mechanism a page's error shares with its siblings (errors/families/), shown once."""
+
+    slug: str
+    title: str
+    explanation: str  # markdown
+    size: int  # members in the family
+    members: tuple[Summary, ...]  # every member with a page, the page's own among them, in the family's order
+
+
+def family_ids(record: Record) -> tuple[str, ...]:
+    """The ids of the record's family, its own among them; () outside a family."""
+    e = record.entry
+    return e.family.members if e is not None and e.family is not None else ()
+
+
+def family_view(record: Record, members: Sequence[Summary]) -> Optional[FamilyView]:
+    e = record.entry
+    if e is None or e.family is None:
+        return None
+    f = e.family
+    return FamilyView(f.slug, f.title, f.explanation, len(f.members), tuple(members))
+
+
+@dataclass(frozen=True)
 class ErrorView:
     record: Record
     entry: Optional[Entry]
@@ -133,12 +158,14 @@ class ErrorView:
     history: tuple[HistoryRow, ...]
     fit: Optional[FitView] = None
     json_ld: str = ""  # the page's schema.org TechArticle (kb.site.api.json_ld), safe inside <script>
+    family: Optional[FamilyView] = None
 
 
-def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorView:
+def error_view(record: Record, info: SiteInfo, related: list[Summary], family: Sequence[Summary] = ()) -> ErrorView:
+    """`family`: the summaries of the members of the record's family (family_ids) that have a page."""
     ref = record.ref or info.tree.ref
     full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
-    sites = tuple(site_view(s, ref, i < full, i < SHOWN_EXCERPTS) for i, s in enumerate(record.sites))
+    sites = tuple(site_view(s, ref, i < full, i < SHOWN_EXCERPTS, record.curated) for i, s in enumerate(record.sites))
     groups: list[tuple[Trigger, list[int]]] = []
     for view in sites:
         same = next((g for g in groups if g[0] == view.trigger), None)
@@ -150,7 +177,7 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary]) -> ErrorV
         record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
         check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
-        fit=fit_view(record, info), json_ld=json_ld(record, info),
+        fit=fit_view(record, info), json_ld=json_ld(record, info), family=family_view(record, family),
     )
 
 
@@ -163,21 +190,21 @@ FIT_EXAMPLE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hi
 
 def fit_view(record: Record, info: SiteInfo) -> Optional[FitView]:
     """The calculator, on the pages of the memory errors kb fit predicts (kb/fit/launch.py TEMPLATES)."""
-    from kb.fit.launch import TEMPLATES
+    from kb.fit.launch import fit_error_key
     from kb.fit.memory import definitions
     from kb.hardware import GPUS
 
-    if not any(record.template.startswith(t) for t in TEMPLATES.values()):
+    if fit_error_key(record.template) is None:
         return None
     util, cudagraphs = info.fit_defaults
     return FitView(json.dumps(definitions(util, cudagraphs), sort_keys=True), json.dumps(FIT_EXAMPLE, indent=1),
                    GPUS, util)
 
 
-def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True) -> SiteView:
+def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True, curated: bool = False) -> SiteView:
     e = site.excerpt
-    first, last = (e.start, e.end) if full else (max(e.start, site.line - SHORT_RADIUS),
-                                                 min(e.end, site.fact.end_line + SHORT_RADIUS))
+    first, last = shown_lines(site, curated) if full else (max(e.start, site.line - SHORT_RADIUS),
+                                                  min(e.end, site.fact.end_line + SHORT_RADIUS))
     return SiteView(site.file, site.line, site.fact.end_line, site.fact.qualname, site.fact.exception,
                     github_url(ref, site.file, site.line), e, first, last, full, shown, trigger_of(site),
                     site.pydantic_wrapped, site.fact.validation)

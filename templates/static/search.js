@@ -475,21 +475,68 @@
     return {found: r.found.filter(function (m) { return !m.other; }).map(plain), suggestions: (r.suggestions || []).map(plain)};
   };
 
-  function wordMatches(text) {
-    var words = normalize(text).toLowerCase().split(" ").filter(Boolean);
-    if (!words.length) return [];
-    var found = [];
-    index.entries.forEach(function (e) {
-      if (e.haystack === undefined) {
-        e.haystack = [e.title, e.parts.join(" "), e.file, e.func, e.cls, e.text || ""].join(" ").toLowerCase();
-      }
-      for (var i = 0; i < words.length; i++) if (e.haystack.indexOf(words[i]) < 0) return;
-      var score = (e.curated ? 1000 : 0) + (e.title.toLowerCase().indexOf(words[0]) >= 0 ? 100 : 0);
-      found.push({e: e, kind: "words", score: score, values: []});
+  // The ranked word search: the lunr query kb/search/words.py's clauses() builds, over the
+  // index the build wrote with lunr.py (/api/search-index.json), so `kb search` ranks alike.
+  var searchUrl = script.dataset.search, wordIndex = null, wordsLoading = null;
+  function queryTerms(text) { return text.normalize("NFKC").toLowerCase().match(/[a-z0-9]+/g) || []; }
+  function clauses(query, data) {
+    var s = data.settings, order = [], best = {};
+    function add(term, boost, prefix) {
+      var key = (prefix ? "*" : " ") + term;
+      if (!(key in best)) { order.push([term, prefix, key]); best[key] = boost; }
+      else if (best[key] < boost) best[key] = boost;
+    }
+    queryTerms(query.slice(0, MAX_QUERY_CHARS)).slice(0, s.maxTerms).forEach(function (word) {
+      add(word, 1.0, false);
+      (data.synonyms[word] || []).forEach(function (other) { add(other, s.synonymBoost, false); });
+      if (word.length >= s.prefixMin && !/^[0-9]+$/.test(word)) add(word, s.prefixBoost, true);
     });
-    found.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); });
-    return found.slice(0, 100);
+    return order.map(function (o) { return {term: o[0], prefix: o[1], boost: best[o[2]]}; });
   }
+  var MAX_QUERY_CHARS = 2000;
+  function loadWords() {
+    if (!wordsLoading) {
+      wordsLoading = fetch(searchUrl).then(function (r) { return r.json(); }).then(function (data) {
+        wordIndex = {data: data, index: lunr.Index.load(data.index)};
+        return wordIndex;
+      });
+    }
+    return wordsLoading;
+  }
+  function ranked(text, limit) {  // [[id, score]], best first: score, then id (as kb search)
+    var parts = clauses(text, wordIndex.data);
+    if (!parts.length) return [];
+    var found = wordIndex.index.query(function (q) {
+      parts.forEach(function (c) {
+        q.term(c.term, {boost: c.boost, usePipeline: !c.prefix,
+                        wildcard: c.prefix ? lunr.Query.wildcard.TRAILING : lunr.Query.wildcard.NONE});
+      });
+    });
+    return found.map(function (m) { return [wordIndex.data.docs[+m.ref][0], Math.round(m.score * 1e6) / 1e6]; })
+      .sort(function (a, b) { return (b[1] - a[1]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0); })
+      .filter(function (x) { return x[1] > 0; }).slice(0, limit);
+  }
+  var byId = null, titles = null;
+  function titleOf(id) {
+    if (!titles) { titles = {}; wordIndex.data.docs.forEach(function (d) { titles[d[0]] = d[1]; }); }
+    return titles[id];
+  }
+  function wordMatches(text) {
+    if (!byId) {
+      byId = {};
+      index.entries.forEach(function (e) { if (!e.older && !e.part && !byId[e.id]) byId[e.id] = e; });
+    }
+    return ranked(text, WORD_RESULTS).map(function (x) {
+      var e = byId[x[0]] || {id: x[0], title: titleOf(x[0]), cls: "", file: "", line: 0};
+      return {e: e, kind: "words", score: x[1], values: []};
+    });
+  }
+  var WORD_RESULTS = 20;
+  window.kbSearch = function (text, limit) {  // for the tests: what kb search --json ranks
+    return loadWords().then(function () {
+      return ranked(text, limit || 10).map(function (x) { return {id: x[0], score: x[1], title: titleOf(x[0])}; });
+    });
+  };
 
   function item(r) {
     var li = document.createElement("li");
@@ -526,12 +573,18 @@
       var rivals = r.found.filter(function (m) { return m.other && m.kind === main[0].kind && m.score === main[0].score; });
       if (!rivals.length) { window.location.href = root + "errors/" + main[0].e.id + "/"; return; }
     }
+    if (!r.found.length && !wordIndex) {  // the word index is fetched when first needed
+      statusEl.textContent = "Loading the word index…";
+      loadWords().then(function () { run(text, false); })
+        .catch(function () { statusEl.textContent = "Could not load the word index."; });
+      return;
+    }
     var results = r.found.length ? r.found : wordMatches(text);
     if (r.found.length) {
       statusEl.textContent = "Your text matches " + main.length + " known error" + (main.length > 1 ? "s" : "") +
         (r.found.length > main.length ? " (less specific templates that match too are listed after each)" : "") + ".";
     } else if (results.length) {
-      statusEl.textContent = results.length + " errors mention these words.";
+      statusEl.textContent = "Errors ranked by these words, best first" + (results.length === WORD_RESULTS ? " (the first " + WORD_RESULTS + ")" : "") + ".";
     } else {
       results = r.suggestions || [];
       statusEl.textContent = results.length ? "No known error matches. The closest templates:" :

