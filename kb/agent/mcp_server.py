@@ -105,11 +105,11 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
         """vLLM errors for a paste or words, as `kb search --json` ranks them: the exact template
         matches first, then the errors ranked by the words (lunr: field weights, stemming, the
         shorthand users type). Each result has its id, score, title, url and kind."""
-        from kb.search.query import hits_json
+        from kb.search.query import hits_dict
 
         spec = releases.spec_for(release)
         hits = releases.searcher(spec).search(query[:MAX_TEXT], max(1, min(int(limit), 50)))
-        return _answer(releases.label(spec), {"results": json.loads(hits_json(releases.label(spec), hits))["results"]})
+        return hits_dict(releases.label(spec), hits)
 
     def get_error(id: str, release: Optional[str] = None) -> dict[str, Any]:
         """The full record of one error id, as the site's /api/errors/<id> gives it."""

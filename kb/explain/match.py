@@ -771,7 +771,7 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
         return {"id": e["id"], "class": e["cls"], "file": e["file"], "line": e["line"], "function": e["func"],
                 "kind": m.kind, "score": m.score, "values": dict(m.values), "title": e["title"],
                 "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
-                "url": _url(page, site_url) if page else None, "releases": e.get("releases"),
+                "url": page_url(page, site_url) if page else None, "releases": e.get("releases"),
                 "olderWording": bool(e.get("older")), "currentId": e.get("current", e["id"]),
                 "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn"),
                 "differences": list(m.differences)}
@@ -805,7 +805,8 @@ def wording_note(entry: dict[str, Any]) -> Optional[str]:
     return f"Raised up to vLLM {last} (from {first}); removed in {entry['endedIn']}."
 
 
-def _url(ident: str, site_url: Optional[str]) -> str:
+def page_url(ident: str, site_url: Optional[str]) -> str:
+    """An error page's URL: under `site_url`, else the site's own path."""
     return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
 
 
@@ -834,7 +835,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
         if f.closest is not None:
             c = f.closest.entry
             lines.append(f"  The closest current error (similarity {f.closest.score:.2f}): {c['id']} {c['title']} "
-                         f"({_url(c['id'], site_url)})")
+                         f"({page_url(c['id'], site_url)})")
         for name, value in m.values:
             lines.append(f"    {name} = {value}")
         if e.get("meaning"):
@@ -843,7 +844,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
             lines.append(f"  First fix: {e['solution']}")
         page = _page(e)
         if page:
-            lines.append(f"  {_url(page, site_url)}")
+            lines.append(f"  {page_url(page, site_url)}")
         same = [o for o in f.others if o.entry["parts"] == e["parts"]]
         rest = [o for o in f.others if o.entry["parts"] != e["parts"]]
         if same:

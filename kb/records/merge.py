@@ -19,6 +19,7 @@ from kb.records.present import (
     subsystem_of,
     title_of,
     unique_slugs,
+    without_text,
 )
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def record_title(sites: Sequence[RaiseSite]) -> str:
     s = sites[0]
     title = title_of(s.template, s.exception_class, s.fact.qualname)
     parts = list(dict.fromkeys(p for site in sites for p in site.fact.parts))
-    if parts and title == title_of("", s.exception_class, s.fact.qualname):
+    if parts and without_text(s.template):
         first = title_of(parts[0], s.exception_class, s.fact.qualname)
         more = len(parts) - 1
         return first + (f" (or {more} other message{'s' if more > 1 else ''})" if more else "")

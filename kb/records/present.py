@@ -40,10 +40,16 @@ def shown_lines(site: RaiseSite, curated: bool) -> tuple[int, int]:
     return max(e.start, site.line - SHOWN_BEFORE), min(e.end, site.fact.end_line + SHOWN_AFTER)
 
 
+def without_text(template: str) -> bool:
+    """Whether a template has no text of its own (`{e}`, `{' '.join(errors)}`): its words are
+    built at run time."""
+    return not _PLACEHOLDER.sub("", " ".join(template.split())).strip(" .:,;()[]'\"`")
+
+
 def title_of(template: str, exception_class: str, function: str) -> str:
     """The message's first sentence, cut at a word boundary; a fact-based title when empty."""
     text = " ".join(template.split())
-    if not text or not _PLACEHOLDER.sub("", text).strip(" .:,;()[]'\"`"):
+    if without_text(text):
         return f"{exception_class} raised in {function}"
     first = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text, maxsplit=1)[0]
     if len(first) <= TITLE_MAX:

@@ -8,7 +8,16 @@ from typing import Any
 
 from kb.files import compact_json
 from kb.model import Record
-from kb.search.words import MAX_QUERY_TERMS, PREFIX_BOOST, PREFIX_MIN, SYNONYM_BOOST, SYNONYMS, document_text
+from kb.records.present import without_text
+from kb.search.words import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_TERMS,
+    PREFIX_BOOST,
+    PREFIX_MIN,
+    SYNONYM_BOOST,
+    SYNONYMS,
+    document_text,
+)
 
 SEARCH_FORMAT = "kb-search/1"
 
@@ -33,13 +42,7 @@ def _title_words(r: Record) -> list[str]:
     """The title; for a message built at run time (`{' '.join(errors)}`), whose title names only
     the function, the messages it is built from."""
     parts = [p for s in r.sites for p in s.fact.parts]
-    return [r.title, *parts] if parts and not any(c.isalpha() for c in _literal(r.template)) else [r.title]
-
-
-def _literal(template: str) -> str:
-    from kb.records.present import template_parts
-
-    return "".join(template_parts(template)[0])
+    return [r.title, *parts] if parts and without_text(r.template) else [r.title]
 
 
 def _names(r: Record) -> list[str]:
@@ -112,7 +115,8 @@ def search_index(records: Sequence[Record], release: str | None) -> dict[str, An
     return {
         "format": SEARCH_FORMAT,
         "release": release,
-        "settings": {"maxTerms": MAX_QUERY_TERMS, "prefixMin": PREFIX_MIN, "prefixBoost": PREFIX_BOOST,
+        "settings": {"maxChars": MAX_QUERY_CHARS, "maxTerms": MAX_QUERY_TERMS, "prefixMin": PREFIX_MIN,
+                     "prefixBoost": PREFIX_BOOST,
                      "synonymBoost": SYNONYM_BOOST},
         "synonyms": {k: list(v) for k, v in sorted(SYNONYMS.items())},
         "docs": [[r.id, r.title] for r in current],  # by ref: the n-th document is docs[n]

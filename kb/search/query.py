@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from kb.explain.match import Matcher
 
 MAX_LIMIT = 100
-MAX_QUERY_CHARS = 2000  # words past this are a paste's tail: they would not change the ranking's head
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class SearchIndex:
         """The errors whose words the query's words are, best first (score, then id)."""
         from lunr.query import Query
 
-        parts = clauses(query[:MAX_QUERY_CHARS])
+        parts = clauses(query)
         if not parts:
             return []
         q = self.index.create_query()
@@ -114,23 +113,27 @@ def index_problem(data: object) -> Optional[str]:
     return None
 
 
-def _url(ident: str, site_url: Optional[str]) -> str:
-    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
+def hits_dict(release: str, hits: list[Hit], site_url: Optional[str] = None) -> dict[str, Any]:
+    """`kb search --json` (and the MCP tool `search_errors`): the results in rank order."""
+    from kb.explain.match import page_url
+
+    return {"release": release, "results": [
+        {"id": h.id, "score": h.score, "title": h.title, "url": page_url(h.id, site_url), "kind": h.kind}
+        for h in hits]}
 
 
 def hits_json(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
-    """`kb search --json`: the results in rank order."""
-    return json.dumps({"release": release, "results": [
-        {"id": h.id, "score": h.score, "title": h.title, "url": _url(h.id, site_url), "kind": h.kind}
-        for h in hits]}, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(hits_dict(release, hits, site_url), indent=2, ensure_ascii=False) + "\n"
 
 
 def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
+    from kb.explain.match import page_url
+
     if not hits:
         return f"vLLM {release}: no error matches these words. Try fewer words, or other ones.\n"
     lines = [f"vLLM {release}: {len(hits)} error{'s' if len(hits) != 1 else ''}, best first"]
     for n, h in enumerate(hits, 1):
         how = "" if h.kind == "words" else f"  [your text matches this message: {h.kind}]"
         lines.append(f"{n:3}. {h.title}{how}")
-        lines.append(f"     {h.id}  {_url(h.id, site_url)}")
+        lines.append(f"     {h.id}  {page_url(h.id, site_url)}")
     return "\n".join(lines) + "\n"

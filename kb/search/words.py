@@ -11,6 +11,7 @@ from dataclasses import dataclass
 # Words are runs of letters and digits: `--max-lora-rank`, `max_lora_rank` and "max lora rank"
 # are the same three words, and a pasted `ValueError:` is the word `valueerror`.
 _TERM = re.compile(r"[a-z0-9]+")
+MAX_QUERY_CHARS = 2000  # a paste's tail past this would not change the ranking's head
 MAX_QUERY_TERMS = 64  # a longer query is a paste: its first words are enough to rank by
 PREFIX_MIN = 4  # a word this long also matches the words it starts ("quant" -> quantization)
 PREFIX_BOOST = 0.1  # ... at a tenth of a whole word's weight
@@ -135,7 +136,7 @@ def clauses(query: str) -> list[Clause]:
         if out.get(key, 0.0) < boost:
             out[key] = boost
 
-    for word in terms(query)[:MAX_QUERY_TERMS]:
+    for word in terms(query[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS]:
         add(word, 1.0)
         for other in SYNONYMS.get(word, ()):
             add(other, SYNONYM_BOOST)

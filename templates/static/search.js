@@ -486,14 +486,13 @@
       if (!(key in best)) { order.push([term, prefix, key]); best[key] = boost; }
       else if (best[key] < boost) best[key] = boost;
     }
-    queryTerms(query.slice(0, MAX_QUERY_CHARS)).slice(0, s.maxTerms).forEach(function (word) {
+    queryTerms(query.slice(0, s.maxChars)).slice(0, s.maxTerms).forEach(function (word) {
       add(word, 1.0, false);
       (data.synonyms[word] || []).forEach(function (other) { add(other, s.synonymBoost, false); });
       if (word.length >= s.prefixMin && !/^[0-9]+$/.test(word)) add(word, s.prefixBoost, true);
     });
     return order.map(function (o) { return {term: o[0], prefix: o[1], boost: best[o[2]]}; });
   }
-  var MAX_QUERY_CHARS = 2000;
   function loadWords() {
     if (!wordsLoading) {
       wordsLoading = fetch(searchUrl).then(function (r) { return r.json(); }).then(function (data) {
