@@ -361,3 +361,50 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert_not_blank(page.locator("#fit").screenshot(path=str(SHOTS / "fit-form.png")))
     page.close()
+
+
+class _PagesLike:
+    """A static host as GitHub Pages is one: the site under a sub-path (/kb/), and its 404.html for
+    any missing path; nothing resolves slugs on the server."""
+
+    def __init__(self, site: Path) -> None:
+        import http.server
+        from functools import partial
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def translate_path(self, path: str) -> str:
+                path = path.split("?", 1)[0]
+                return super().translate_path(path[len("/kb"):] if path.startswith("/kb/") else "/missing-outside")
+
+            def send_error(self, code: int, message=None, explain=None) -> None:
+                body = (site / "404.html").read_bytes()
+                self.send_response(404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(site)))
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/kb"
+
+
+def test_a_slug_url_on_a_static_host_lands_on_its_page(tmp_path: Path, browser) -> None:
+    site, _ = build_fixture(tmp_path)
+    # 404.html links the root absolutely, as hosts serve it at any depth; the sub-path is the script's to find
+    host = _PagesLike(site)
+    try:
+        page = browser.new_page()
+        page.goto(host.url + "/errors/the-model-s-number-of-query-heads-per-kv-head/")
+        page.wait_for_url(f"**/kb/errors/{DCP}/", timeout=15000)
+        assert page.locator("h1").inner_text().startswith("The model's number of query heads per KV head")
+        page.goto(host.url + "/errors/no-such-slug/")
+        page.wait_for_function("document.getElementById('missing').textContent.includes('no-such-slug')", timeout=15000)
+        assert "/errors/no-such-slug/" in page.url
+        page.close()
+    finally:
+        host.server.shutdown()
+        host.server.server_close()

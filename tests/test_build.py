@@ -48,8 +48,9 @@ def test_record_is_errlookup_compatible_and_factual(site: Path) -> None:
     assert r["id"] == DCP and r["repo"] == "vllm-project/vllm" and r["schemaVersion"] == 2
     assert r["errorMessage"].startswith("The model's number of query heads per KV head ({num_q_per_kv})")
     assert r["filePath"] == "vllm/config/model.py" and r["lineNumber"] == 23
-    # the lines a page shows: the raise (23-28) with 10 lines above and 4 below
-    assert r["sourceCodeStart"] == 13 and r["sourceCodeEnd"] == 32 and len(r["sourceCode"].split("\n")) == 20
+    # the lines a page shows: from the outer `if` of its guard (19), with the local it reads, to the raise's end (28)
+    assert r["sourceCodeStart"] == 19 and r["sourceCodeEnd"] == 28 and len(r["sourceCode"].split("\n")) == 10
+    assert r["sourceCode"].split("\n")[0].strip() == "if decode_context_parallel_size > 1 and not self.use_mla:"
     assert r["kb"]["sites"][0]["excerptStart"] == 5 and r["kb"]["sites"][0]["excerptEnd"] == 39  # what the scan kept
     assert r["githubUrl"] == "https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/config/model.py#L23"
     assert "ModelConfig.verify_with_parallel_config" in r["documentation"] and "Not curated yet." in r["documentation"]
@@ -69,8 +70,10 @@ def test_error_page_has_every_section_of_the_reference(site: Path) -> None:
     html = (site / f"errors/{DCP}/index.html").read_text()
     for needle in [
         "vllm-project/vllm · error · ValueError",
-        "<h2>Error message</h2>", '<var class="ph" title="a value filled in at run time">{num_q_per_kv}</var>',
-        "<h2>What it means</h2>", "No curated explanation exists for this error yet",
+        "<h2>Error message</h2>", '<var class="ph">{num_q_per_kv}</var>', "Highlighted parts such as",
+        "<h2>What it means</h2>", "Not curated yet: only facts from vLLM's source",
+        'slug <code>the-model-s-number-of-query-heads-per-kv-head</code>',
+        "<h2>What sets this</h2>", 'href="../../about/#set-by"',
         "<h2>Source</h2>", "Thrown at <code>vllm/config/model.py:23</code> in <code>ModelConfig.verify_with_parallel_config</code>",
         'href="https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/config/model.py#L23">View on GitHub (pinned to v0.1.0)',
         "<h2>Solutions</h2>", "<h2>Example fix</h2>", "<h2>Defensive patterns</h2>", "<h2>Prevention</h2>",
@@ -80,12 +83,15 @@ def test_error_page_has_every_section_of_the_reference(site: Path) -> None:
         "<code>num_q_per_kv = total_num_attention_heads // total_num_kv_heads</code>",
         "Data as JSON:", f'href="../../api/errors/{DCP}"', "Report an issue",
         "https://github.com/vllm-error-kb/vllm-error-kb/issues/new?",
-        "Derived from the source:",
+        "Everything on this page is derived from the source.",
     ]:
         assert needle in html, needle
-    # the excerpt (line-10 .. end+4) with the raise lines highlighted, numbered from 13 by a CSS counter
-    assert html.count('<span class="r h">') == 6 and html.count('<span class="r') == 20
-    assert '<code style="counter-reset:ln 12">' in html
+    # the excerpt (the guard's outer `if` .. the raise's end) with the raise lines highlighted, numbered
+    # from 19 by a CSS counter
+    assert html.count('<span class="r h">') == 6 and html.count('<span class="r') == 10
+    assert '<code style="counter-reset:ln 18">' in html
+    # "What sets this" does not repeat the trigger where following names changed nothing in it
+    assert html.count("num_q_per_kv % decode_context_parallel_size != 0</code>") == 1
     # related: the sibling in the same function first
     related = html[html.index("<h2>Related errors</h2>"):]
     assert related.index("Total number of attention heads") < related.index("max_model_len")
@@ -115,12 +121,15 @@ def test_no_broken_links_and_lean_pages(site: Path) -> None:
     assert "0 of 8 errors curated" in html and 'action="search/"' in html
 
 
-def test_slug_redirects_and_site_files(site: Path) -> None:
+def test_slugs_and_site_files(site: Path) -> None:
     index = json.loads((site / "api/errors/index.json").read_text())
     row = next(e for e in index["errors"] if e["id"] == DCP)
-    redirect = (site / f"errors/{row['slug']}/index.html").read_text()
-    assert f'content="0; url=../../errors/{DCP}/"' in redirect
-    assert (site / "404.html").is_file()
+    # a slug has no page of its own: /api/slugs.json maps it, and the 404 page's script goes there
+    assert not (site / f"errors/{row['slug']}").exists()
+    slugs = json.loads((site / "api/slugs.json").read_text())
+    assert slugs[row["slug"]] == DCP and len(slugs) == len(index["errors"])
+    assert set(slugs.values()) == {e["id"] for e in index["errors"]}
+    assert 'fetch(root + "api/slugs.json")' in (site / "404.html").read_text()
     assert (site / "robots.txt").read_text() == "User-agent: *\nAllow: /\nSitemap: https://errors.example.org/sitemap.xml\n"
     assert f"<loc>https://errors.example.org/errors/{DCP}/</loc>" in (site / "sitemap.xml").read_text()
     match = json.loads((site / "api/match-index.json").read_text())
@@ -143,10 +152,10 @@ def test_builds_are_byte_identical(tmp_path: Path) -> None:
 
 def test_warm_rebuild_rewrites_nothing(tmp_path: Path) -> None:
     out, first = build_fixture(tmp_path)
-    inodes = {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json"}
+    inodes = {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json.gz"}
     _, second = build_fixture(tmp_path, out=out)
     assert second.pages_rendered == 0 and second.files_written == 0
-    assert {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json"} == inodes
+    assert {p: p.stat().st_ino for p in out.rglob("*") if p.is_file() and p.name != ".kb-build.json.gz"} == inodes
     # one changed source file re-renders only its own pages
     _, third = build_fixture(tmp_path, out=out, extra={"vllm/entrypoints/evil.py": "def f():\n    raise ValueError('changed')\n"})
     assert third.pages_rendered == 1
@@ -268,3 +277,20 @@ def test_a_family_is_explained_once_on_each_member_page_with_links_to_its_siblin
     assert page.count("## How this family works") == 1
     family_part = page.split("## How this family works")[1].split("\n## ")[0]
     assert f"]({DCP_MAX_ID}.md)" in family_part and "(this page)" in family_part and " ".join(words) in family_part
+
+
+def test_the_manifest_is_gzipped_and_an_older_plain_one_is_still_used(tmp_path: Path) -> None:
+    import gzip
+
+    out, first = build_fixture(tmp_path)
+    manifest = json.loads(gzip.decompress((out / ".kb-build.json.gz").read_bytes()))
+    assert manifest["format"] == "kb-build/2" and not (out / ".kb-build.json").exists()
+    assert all(len(k) == 32 for k in manifest["keys"].values())
+    assert f"errors/{DCP}/index.html" in manifest["keys"]
+    # a site an older kb built: a plain .kb-build.json with full keys; it is still recognised and reused
+    full = {p: k * 2 for p, k in manifest["keys"].items()}  # 64 hex digits whose first 32 are this build's
+    (out / ".kb-build.json.gz").unlink()
+    (out / ".kb-build.json").write_text(json.dumps({"format": "kb-build/1", "keys": full}))
+    _, again = build_fixture(tmp_path, out=out)
+    assert again.files_kept == first.files_written and again.files_written == 0 and again.pages_rendered == 0
+    assert (out / ".kb-build.json.gz").is_file() and not (out / ".kb-build.json").exists()

@@ -207,7 +207,7 @@ def test_only_a_kb_site_is_replaced(tmp_path: Path, capsys) -> None:
     folder.mkdir()
     (folder / "thesis.tex").write_text("mine")
     for target, problem in [(notes, "not a folder: kb replaces only a site folder"),
-                            (folder, "not a site built by kb (no .kb-build.json): kb replaces only its own site "
+                            (folder, "not a site built by kb (no .kb-build.json.gz): kb replaces only its own site "
                                      "folder")]:
         assert main(["build", "--source", str(tree), "-o", str(target), "--quiet", "--jobs", "1"]) == 1
         assert capsys.readouterr().err.splitlines()[-1] == f"Error: {target}: cannot write the site: {problem}"

@@ -157,11 +157,11 @@ def test_kb_diff_formats(built, capsys) -> None:
 
 def test_rebuild_keeps_every_unchanged_file(built, tmp_path: Path) -> None:
     site, repo = built
-    inodes = {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json"}
+    inodes = {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json.gz"}
     entries = site.parent / "errors"
     assert main(["build", "--git", str(repo), "--refs", "v1,v2,v3", "--errors", str(entries), "-o", str(site),
                  "--quiet"]) == 0
-    assert {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json"} == inodes
+    assert {p: p.stat().st_ino for p in site.rglob("*") if p.is_file() and p.name != ".kb-build.json.gz"} == inodes
 
 
 def test_the_lookup_knows_every_wording_of_every_release(built, capsys) -> None:

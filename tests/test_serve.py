@@ -66,6 +66,17 @@ def test_missing_pages_get_the_404_page(server: int) -> None:
     assert status == 404 and b"Not found" in body and ctype.startswith("text/html")
 
 
+def test_a_slug_redirects_to_its_id_page(server: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server, timeout=10)
+    conn.request("GET", "/errors/the-model-s-number-of-query-heads-per-kv-head/")
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    assert resp.status == 301 and resp.getheader("Location") == f"/errors/{DCP}/"
+    for missing in ["/errors/no-such-slug/", "/errors/0000000000000000/", "/static/the-model-s-number-of-query-heads-per-kv-head/"]:
+        assert get(server, missing)[0] == 404, missing
+
+
 def test_a_404_page_pointing_out_of_the_site_is_not_served(tmp_path: Path) -> None:
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "index.html").write_text("<!doctype html>")

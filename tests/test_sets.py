@@ -245,7 +245,8 @@ def test_the_error_page_markdown_and_api_record_say_what_sets_it(dcp_scan: ScanR
             '<span class="kind">config.json key</span>') in section
     assert '<a href="../../flags/tensor-parallel-size/"><code>--tensor-parallel-size</code></a>' in section
     assert "Reachable through: <strong>launch configuration</strong>" in section
-    assert "From vLLM's source" in section
+    assert '(its guard reads a flag or an environment variable; <a href="../../about/#set-by">from the source</a>)' \
+        in section
     record = api_record(r, info)
     jsonschema.validate(record, RECORD_SCHEMA)
     sb = record["kb"]["setBy"]

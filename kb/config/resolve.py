@@ -94,9 +94,20 @@ class Input:
         return self.kind != UNRESOLVED
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "read": self.read, "via": self.via, "default": self.default,
-                "choices": None if self.choices is None else list(self.choices), "help": self.help,
-                "page": f"/{self.flag_page}" if self.flag_page else None}
+        """The input as API records carry it: `read` only where it differs from `key`; `default`,
+        `choices`, `help` and `page` only where there is one (thousands of records carry inputs)."""
+        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "via": self.via}
+        if self.read != self.key:
+            out["read"] = self.read
+        if self.default is not None:
+            out["default"] = self.default
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.help:
+            out["help"] = self.help
+        if self.flag_page:
+            out["page"] = f"/{self.flag_page}"
+        return out
 
 
 @dataclass(frozen=True)

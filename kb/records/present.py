@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Optional
 from urllib.parse import quote
 
-from kb.model import RaiseSite
+from kb.model import Excerpt, RaiseSite
 from kb.scan.ids import is_id
 from kb.scan.messages import placeholders
 
@@ -25,11 +25,13 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
 # The lines of a raise's excerpt that pages and API records show. A curated error shows all the
-# scan keeps (37: the sibling checks before it, the code after); an uncurated one, of which a
-# release has thousands, its guard's lines above it and a few below, the rest one click away
-# (the pinned GitHub link): a third of the site's bytes were excerpts.
-SHOWN_BEFORE = 10
-SHOWN_AFTER = 4
+# scan keeps (37: the sibling checks before it, the code after). An uncurated one, of which a
+# release has thousands, shows the statement that opens its block (the `if` of its guard, the
+# `def` of an unconditional raise) down to the raise's last line, at most SHOWN_BEFORE lines above
+# it; the rest is one click away (the pinned GitHub link). Excerpts were a third of the site.
+SHOWN_BEFORE = 8
+_FALLBACK_BEFORE = 2  # no block opener within SHOWN_BEFORE lines: this many lines above the raise
+_OPENER = re.compile(r"(?:if|elif|else|for|while|with|try|except|finally|def|async|case|match|assert)\b")
 
 
 def shown_lines(site: RaiseSite, curated: bool) -> tuple[int, int]:
@@ -37,7 +39,36 @@ def shown_lines(site: RaiseSite, curated: bool) -> tuple[int, int]:
     e = site.excerpt
     if curated:
         return e.start, e.end
-    return max(e.start, site.line - SHOWN_BEFORE), min(e.end, site.fact.end_line + SHOWN_AFTER)
+    return block_start(e, site.line), min(e.end, max(site.line, site.fact.end_line))
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def block_start(e: Excerpt, line: int) -> int:
+    """The line of the outermost statement, at most SHOWN_BEFORE lines above `line`, that opens a
+    block `line` is in (an `if`, `else`, `with`, ... up to the function's `def`): the guard with
+    what encloses it and the local definitions between them. With none that near, the line
+    _FALLBACK_BEFORE above `line`."""
+    if not e.start <= line <= e.end:
+        return max(e.start, line - _FALLBACK_BEFORE)
+    limit = max(e.start, line - SHOWN_BEFORE)
+    indent = _indent(e.lines[line - e.start])
+    found = None
+    for n in range(line - 1, limit - 1, -1):
+        text = e.lines[n - e.start]
+        body = text.strip()
+        if not body or body.startswith("#") or _indent(text) >= indent:
+            continue
+        indent = _indent(text)
+        if _OPENER.match(body):
+            found = n
+            if body.startswith(("def ", "async ")):
+                break
+        else:
+            indent += 1  # `):` of a condition written on several lines: its opener is above
+    return found if found is not None else max(e.start, line - _FALLBACK_BEFORE)
 
 
 def without_text(template: str) -> bool:

@@ -48,9 +48,8 @@ class SiteInfo:
 
     @property
     def commit_kind(self) -> str:
-        if self.tree.kind == "wheel":
-            return "short commit id from vllm/_version.py of the release wheel"
-        return "full git commit sha"
+        """`short`: the short commit id of vllm/_version.py in a release wheel; `full`: a git sha."""
+        return "short" if self.tree.kind == "wheel" else "full"
 
 
 def check_trees(records: Sequence[Record]) -> tuple[tuple[str, tuple[str, ...], str], ...]:
@@ -128,7 +127,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "commitKind": info.commit_kind,
             "subsystem": record.subsystem,
             "related": list(record.related),
-            "sites": [_site(x, record.ref or info.tree.ref) for x in record.sites],
+            "sites": [_site(x) for x in record.sites],
             "check": e.check.to_json() if e is not None and e.check is not None else None,
             "references": list(e.references) if e is not None else [],
             "history": _history(record),
@@ -158,7 +157,9 @@ def alias_record(old: str, current: str, kind: str, release: str) -> dict[str, A
             else f"{kind} to another file in {release}"}
 
 
-def _site(s: RaiseSite, ref: str) -> dict[str, Any]:
+def _site(s: RaiseSite) -> dict[str, Any]:
+    """One raise site's facts. Its permalink is `githubUrl` with its own file and line (the
+    record's `kb.ref`); its trigger in words is the record's `triggerScenarios` for the first."""
     return {
         "file": s.file,
         "line": s.line,
@@ -169,9 +170,8 @@ def _site(s: RaiseSite, ref: str) -> dict[str, Any]:
         "guardTerms": list(s.fact.guard_terms),
         "locals": [{"name": d.name, "source": d.source, "line": d.line} for d in s.fact.locals],
         "contexts": [{"kind": c.kind, "source": c.source, "line": c.line} for c in s.fact.contexts],
-        "pydantic": {"class": s.fact.pydantic_class, "validation": s.fact.validation, "wrapped": s.pydantic_wrapped},
-        "trigger": trigger_text(s),
-        "githubUrl": github_url(ref, s.file, s.line),
+        "pydantic": {"class": s.fact.pydantic_class, "validation": s.fact.validation, "wrapped": s.pydantic_wrapped}
+        if s.fact.pydantic_class or s.pydantic_wrapped else None,
         "excerptStart": s.excerpt.start,
         "excerptEnd": s.excerpt.end,
     }
@@ -240,7 +240,7 @@ def json_ld(record: Record, info: SiteInfo) -> str:
             "description": (record.entry.meaning if record.entry is not None else facts_sentence(record))[:500],
             "isPartOf": {"@type": "WebSite", "name": "vLLM Error KB"},
             "version": info.tree.release or info.tree.ref, "dateModified": info.tree.commit_date or None}
-    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
@@ -252,7 +252,7 @@ def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
              "that run before launch. One page and one JSON record per error id.", "",
              "## API", "",
              f"- [{base}/api/errors/index.json]({base}/api/errors/index.json): every error id, class, message, file",
-             f"- {base}/api/errors/<id>.json: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
+             f"- {base}/api/errors/<id>: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
              f"- [{base}/api/match-index.json]({base}/api/match-index.json): the message templates kb explain matches",
              f"- [{base}/api/search-index.json]({base}/api/search-index.json): the ranked word index (lunr 2.3.9) kb search reads",
              "", "## Curated errors", ""]
@@ -264,6 +264,15 @@ def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
     return "\n".join(lines) + "\n"
 
 
+SLUGS = "api/slugs.json"
+
+
+def slugs_json(records: Sequence[Record]) -> str:
+    """/api/slugs.json: slug -> id. A slug's URL (/errors/<slug>/) has no file of its own (one per
+    error doubled the site's file count): the site's 404 page and `kb serve` look it up here."""
+    return compact_json({r.slug: r.id for r in sorted(records, key=lambda r: r.slug)})
+
+
 def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> Iterator[tuple[str, str]]:
     """The API files about all records together: the index of ids, the record schema and the
     match index that the site's lookup and `kb explain` read (with the older wordings), and
@@ -272,6 +281,7 @@ def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Word
     yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
         {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
+    yield SLUGS, slugs_json(records)
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
     yield "api/match-index.json", match_index_json(records, info.tree.release, wordings)
     yield "api/search-index.json", search_index_json(records, info.tree.release)

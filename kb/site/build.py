@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
+from markupsafe import Markup
+
 from kb.config.resolve import flag_slug, page_slug
 from kb.errors import KBError
 from kb.files import compact_json
@@ -38,7 +40,6 @@ from kb.site.render import (
     home_page,
     list_page,
     markdown_page,
-    redirect_page,
     simple_page,
     templates_digest,
 )
@@ -129,8 +130,6 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
         for r, key in changed:
             for path, text in record_files(r, info):
                 out.write(path, text, key)
-            out.write(f"errors/{r.slug}/index.html", redirect_page(f"errors/{r.slug}/index.html", f"errors/{r.id}/",
-                                                                   r.title), key)
         largest = ("", 0)
         rendered = 0
         for ident, path, html in pages:
@@ -149,7 +148,7 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
 
 
 def _record_paths(r: Record) -> tuple[str, ...]:
-    return (f"errors/{r.id}/index.html", f"api/errors/{r.id}", f"errors/{r.slug}/index.html")
+    return (f"errors/{r.id}/index.html", f"api/errors/{r.id}")
 
 
 def code_files() -> list[Path]:
@@ -320,11 +319,14 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     example_json = compact_json(api_record(example, info)) if example else "{}"
     yield "api/index.html", simple_page("api/index.html", "api.html.jinja2", info, "JSON API",
                                         example=example, example_json=example_json)
+    yield "about/index.html", simple_page("about/index.html", "about.html.jinja2", info, "How to read an error page")
     readme = data_dir("errors") / "README.md"
     if readme.is_file():
         yield "contribute/index.html", markdown_page("contribute/index.html", info, "Curated entries: how to add one",
                                                      readme.read_text(encoding="utf-8"))
-    yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found").replace(
+    # the slug lookup is inline: a host serves this page at any depth, under any sub-path
+    slug_js = Markup((data_dir("templates") / "slug.js").read_text(encoding="utf-8"))
+    yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found", slug_js=slug_js).replace(
         'href="./', 'href="/').replace('src="./', 'src="/')
     yield from api_files(every, info, wordings)
     yield from config_api_files(scan.config, info)
@@ -340,8 +342,9 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     static = data_dir("templates") / "static"
     for p in sorted(static.rglob("*")):
         if p.is_file():
-            yield f"static/{p.relative_to(static).as_posix()}", p.read_text(encoding="utf-8")
-    yield "static/code.css", _code_css()
+            text = p.read_text(encoding="utf-8")
+            # one stylesheet per page: the site's rules, then pygments' colours of the code
+            yield f"static/{p.relative_to(static).as_posix()}", text + _code_css() if p.name == "style.css" else text
 
 
 def _paginate(items: list[T], size: int = PAGE_SIZE) -> list[list[T]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -19,7 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
-MANIFEST = ".kb-build.json"
+MANIFEST = ".kb-build.json.gz"  # the key of every file, gzipped: it is published with the site
+LEGACY_MANIFEST = ".kb-build.json"  # a site built by an older kb: still recognised, its keys still used
+KEY_CHARS = 32  # hex digits of a key kept in the manifest (128 bits: a change is never missed by chance)
 OWNER = ".kb-owner"  # in a temporary folder: the process that made it, so a later build knows it is stale
 UNOWNED_AGE = 3600.0  # seconds after which a temporary folder without an owner (older kb) counts as stale
 
@@ -33,14 +36,15 @@ class Output:
         self.old_root = str(target)
         if os.path.lexists(target) and not target.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "not a folder: kb replaces only a site folder", str(target))
-        if target.is_dir() and not (target / MANIFEST).is_file() and any(target.iterdir()):
+        if target.is_dir() and not (target / MANIFEST).is_file() and not (target / LEGACY_MANIFEST).is_file() \
+                and any(target.iterdir()):
             raise FileExistsError(errno.EEXIST, f"not a site built by kb (no {MANIFEST}): kb replaces only its own "
                                                 "site folder", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(target)
         self.tmp = _owned_folder(target, "building")
         self.root = str(self.tmp)
-        self.old: dict[str, str] = _old_keys(target / MANIFEST)
+        self.old: dict[str, str] = _old_keys(target)
         self.keys: dict[str, str] = {}
         self.dirs: set[str] = {self.root}
         self.written = 0
@@ -51,7 +55,7 @@ class Output:
         """True, and the old files are taken over, when the previous build made every one of
         `paths` from `key` and they are all still there."""
         paths = list(paths)
-        if any(self.old.get(p) != key for p in paths):
+        if any(self.old.get(p) != key[:KEY_CHARS] for p in paths):
             return False
         olds = [os.path.join(self.old_root, p) for p in paths]
         if not all(os.path.isfile(o) for o in olds):
@@ -66,7 +70,7 @@ class Output:
             data = data.encode("utf-8")
         key = key or hashlib.sha256(data).hexdigest()
         self.keys[path] = key
-        if self.old.get(path) == key:  # same key: same bytes
+        if self.old.get(path) == key[:KEY_CHARS]:  # same key: same bytes
             old = os.path.join(self.old_root, path)
             if os.path.isfile(old):
                 self._link(old, path)
@@ -96,9 +100,10 @@ class Output:
     def commit(self) -> None:
         """The new site in place of the old one, or (on any error) the old one as it was."""
         os.unlink(os.path.join(self.root, OWNER))
-        with open(os.path.join(self.root, MANIFEST), "w", encoding="utf-8") as f:
-            f.write(json.dumps({"format": "kb-build/1", "keys": dict(sorted(self.keys.items()))}, indent=0,
-                               sort_keys=True) + "\n")
+        text = json.dumps({"format": "kb-build/2", "keys": {k: v[:KEY_CHARS] for k, v in sorted(self.keys.items())}},
+                          indent=0, sort_keys=True) + "\n"
+        with open(os.path.join(self.root, MANIFEST), "wb") as f:
+            f.write(gzip.compress(text.encode("utf-8"), mtime=0))  # mtime 0: the same keys, the same bytes
         os.chmod(self.tmp, 0o755)
         old = None
         if os.path.lexists(self.target):
@@ -122,15 +127,27 @@ class Output:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _old_keys(manifest: Path) -> dict[str, str]:
-    """The previous build's key per file; nothing when the manifest is missing or damaged."""
+MAX_MANIFEST = 256 << 20  # bytes of a manifest unpacked: a damaged or hostile one is ignored, not read whole
+
+
+def _old_keys(site: Path) -> dict[str, str]:
+    """The previous build's key per file (cut to KEY_CHARS); nothing when the manifest is
+    missing, damaged or too large."""
     try:
-        keys = json.loads(manifest.read_text(encoding="utf-8"))["keys"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        if (site / MANIFEST).is_file():
+            with gzip.open(site / MANIFEST, "rb") as f:
+                raw = f.read(MAX_MANIFEST + 1)
+        else:
+            with open(site / LEGACY_MANIFEST, "rb") as f:
+                raw = f.read(MAX_MANIFEST + 1)
+        if len(raw) > MAX_MANIFEST:
+            return {}
+        keys = json.loads(raw.decode("utf-8"))["keys"]
+    except (OSError, EOFError, ValueError, KeyError, TypeError, RecursionError):
         return {}
     if not isinstance(keys, dict):
         return {}
-    return {k: v for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+    return {k: v[:KEY_CHARS] for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _process_start(pid: int) -> str:

@@ -87,7 +87,7 @@ def message_html(template: str) -> Markup:
     last = 0
     for m in _PLACEHOLDER.finditer(template):
         out.append(str(escape(template[last : m.start()])))
-        out.append(f'<var class="ph" title="a value filled in at run time">{escape(m.group(0))}</var>')
+        out.append(f'<var class="ph">{escape(m.group(0))}</var>')
         last = m.end()
     out.append(str(escape(template[last:])))
     return Markup("".join(out))
@@ -124,9 +124,7 @@ def excerpt_html(site: SiteView, html_lines: dict[int, str]) -> Markup:
 
 
 def issue_url(record: Record, info: SiteInfo) -> str:
-    body = (f"Error page: /errors/{record.id}/\nRelease: {info.label} ({info.tree.ref})\n"
-            f"Source: {record.file}:{record.line}\n\nWhat is wrong or missing:\n")
-    query = urlencode({"title": f"[{record.id}] {record.title[:80]}", "body": body, "labels": "error-page"})
+    query = urlencode({"title": f"[{record.id}] {record.title[:60]}", "body": f"{info.label}\n\n", "labels": "error-page"})
     return f"https://github.com/{info.report_repo}/issues/new?{query}"
 
 
@@ -151,6 +149,10 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "max_inputs": SHOWN_INPUTS,
         "not_followed": NOT_FOLLOWED,
         "issue_url": issue_url(record, info),
+        # the guards as "When it happens" writes them: "What sets this" repeats its trigger only where
+        # following names to flags and keys changed it
+        "has_placeholders": bool(_PLACEHOLDER.search(record.template)),
+        "raw_conditions": {" and ".join(s.fact.guard_terms) for s in record.sites},
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")
         if entry is not None and entry.defensive is not None else None,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import http.server
 import io
+import json
 import os
 import posixpath
+import re
 import socket
 import sys
 import urllib.parse
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from kb.errors import KBError, UsageError
+from kb.scan.ids import is_id
 
 _TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
           ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
@@ -63,7 +66,26 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         if not inside:
             self.send_error(403, "Path outside the site")
             return None
+        target = self._slug_target(raw)
+        if target is not None:
+            self.send_response(301)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         return super().send_head()
+
+    def _slug_target(self, raw: str) -> Optional[str]:
+        """An error's readable URL, /errors/<slug>/, answered as the site's 404 page does for
+        static hosts: a redirect to /errors/<id>/ (api/slugs.json); None for every other path."""
+        m = _SLUG_PATH.match(raw)
+        if m is None or is_id(m.group(2)):
+            return None
+        full = self._resolve(raw)
+        if full is not None and full.exists():
+            return None
+        ident = _slugs(self._root() / "api" / "slugs.json").get(m.group(2))
+        return f"{m.group(1)}errors/{ident}/" if ident is not None else None
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         full = Path(path)
@@ -91,6 +113,31 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         if os.environ.get("KB_SERVE_LOG"):
             super().log_message(format, *args)
+
+
+_SLUG_PATH = re.compile(r"(/(?:[^/]+/)*?)errors/([a-z0-9][a-z0-9-]*)/?\Z")
+_slug_cache: tuple[tuple[str, int, int], dict[str, str]] = (("", 0, 0), {})
+
+
+def _slugs(path: Path) -> dict[str, str]:
+    """slug -> id of the site's api/slugs.json, read once per version of the file; {} when it is
+    missing or not a JSON object of id strings."""
+    global _slug_cache
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    cached_key, cached = _slug_cache
+    if cached_key == key:
+        return cached
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    slugs = {k: v for k, v in data.items() if isinstance(v, str) and is_id(v)} if isinstance(data, dict) else {}
+    _slug_cache = (key, slugs)  # one assignment: a thread reads the old pair or the new one
+    return slugs
 
 
 class SiteServer(http.server.ThreadingHTTPServer):
