@@ -5,6 +5,9 @@
   var m = /^(.*\/)errors\/([a-z0-9][a-z0-9-]*)\/?$/.exec(location.pathname);
   if (!m || /^[0-9a-f]{16}$/.test(m[2])) return;
   var root = m[1], slug = m[2];
+  // only a path of this site: "//host/..." (or "/\\host/...") would make the fetch, and the
+  // redirect, go to another origin
+  if (!/^\/(?![\/\\])[^\\]*$/.test(root) || new URL(root, location.origin).origin !== location.origin) return;
   var note = document.getElementById("missing");
   fetch(root + "api/slugs.json").then(function (r) { return r.ok ? r.json() : {}; }).then(function (slugs) {
     var id = Object.prototype.hasOwnProperty.call(slugs, slug) ? slugs[slug] : null;

@@ -7,6 +7,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -404,6 +405,14 @@ def test_a_slug_url_on_a_static_host_lands_on_its_page(tmp_path: Path, browser) 
         page.goto(host.url + "/errors/no-such-slug/")
         page.wait_for_function("document.getElementById('missing').textContent.includes('no-such-slug')", timeout=15000)
         assert "/errors/no-such-slug/" in page.url
+        # a path naming another host before /errors/ is not a root to fetch from or go to
+        for path in ["//127.0.0.1:9/errors/x-y/", "/\\127.0.0.1:9/errors/x-y/"]:
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(host.url.rsplit("/kb", 1)[0] + path)
+            page.wait_for_timeout(300)
+            assert not any(urlsplit(u).port == 9 for u in requests), requests  # nothing went to the other host
+            assert page.url.startswith(host.url.rsplit("/kb", 1)[0]), page.url
         page.close()
     finally:
         host.server.shutdown()

@@ -294,3 +294,16 @@ def test_the_manifest_is_gzipped_and_an_older_plain_one_is_still_used(tmp_path: 
     _, again = build_fixture(tmp_path, out=out)
     assert again.files_kept == first.files_written and again.files_written == 0 and again.pages_rendered == 0
     assert (out / ".kb-build.json.gz").is_file() and not (out / ".kb-build.json").exists()
+
+
+def test_a_damaged_manifest_means_a_full_build_not_a_failure(tmp_path: Path) -> None:
+    import gzip
+
+    out, first = build_fixture(tmp_path)
+    packed = bytearray(gzip.compress(b'{"format": "kb-build/2", "keys": {"a": "b"}}' * 200, mtime=0))
+    packed[40:60] = bytes(20)  # a deflate stream zlib cannot read
+    for damaged in (bytes(packed), b"\x1f\x8b not gzip", b""):
+        (out / ".kb-build.json.gz").write_bytes(damaged)
+        _, again = build_fixture(tmp_path, out=out)
+        assert again.files_kept == 0 and again.files_written == first.files_written
+    assert not list(tmp_path.glob(".site.building-*"))

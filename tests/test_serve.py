@@ -66,15 +66,32 @@ def test_missing_pages_get_the_404_page(server: int) -> None:
     assert status == 404 and b"Not found" in body and ctype.startswith("text/html")
 
 
-def test_a_slug_redirects_to_its_id_page(server: int) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", server, timeout=10)
-    conn.request("GET", "/errors/the-model-s-number-of-query-heads-per-kv-head/")
+def head_of(port: int, path: str) -> tuple[int, list[tuple[str, str]]]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", path)
     resp = conn.getresponse()
     resp.read()
     conn.close()
-    assert resp.status == 301 and resp.getheader("Location") == f"/errors/{DCP}/"
-    for missing in ["/errors/no-such-slug/", "/errors/0000000000000000/", "/static/the-model-s-number-of-query-heads-per-kv-head/"]:
+    return resp.status, resp.getheaders()
+
+
+SLUG = "the-model-s-number-of-query-heads-per-kv-head"
+
+
+def test_a_slug_redirects_to_its_id_page(server: int) -> None:
+    status, headers = head_of(server, f"/errors/{SLUG}/")
+    assert status == 302 and dict(headers)["Location"] == f"/errors/{DCP}/"
+    for missing in ["/errors/no-such-slug/", "/errors/0000000000000000/", f"/static/errors/{SLUG}/",
+                    "/errors/" + "a" * 300 + "/"]:
         assert get(server, missing)[0] == 404, missing
+
+
+def test_a_slug_path_cannot_redirect_elsewhere_or_add_headers(server: int) -> None:
+    for path in [f"/%0d%0aSet-Cookie:%20pwn=1/errors/{SLUG}/", f"/%5C127.0.0.1:1/errors/{SLUG}/",
+                 f"//127.0.0.1:1/errors/{SLUG}/", f"/%E2%98%83/errors/{SLUG}/"]:
+        status, headers = head_of(server, path)
+        assert status == 404, path
+        assert not any(k.lower() in ("location", "set-cookie") for k, _ in headers), path
 
 
 def test_a_404_page_pointing_out_of_the_site_is_not_served(tmp_path: Path) -> None:

@@ -30,8 +30,9 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 # `def` of an unconditional raise) down to the raise's last line, at most SHOWN_BEFORE lines above
 # it; the rest is one click away (the pinned GitHub link). Excerpts were a third of the site.
 SHOWN_BEFORE = 8
-_FALLBACK_BEFORE = 2  # no block opener within SHOWN_BEFORE lines: this many lines above the raise
 _OPENER = re.compile(r"(?:if|elif|else|for|while|with|try|except|finally|def|async|case|match|assert)\b")
+_BRANCH = re.compile(r"(?:elif|else|except|finally|case)\b")  # continues a statement opened above it
+_DEF = re.compile(r"(?:async\s+)?def\b")
 
 
 def shown_lines(site: RaiseSite, curated: bool) -> tuple[int, int]:
@@ -48,27 +49,31 @@ def _indent(text: str) -> int:
 
 def block_start(e: Excerpt, line: int) -> int:
     """The line of the outermost statement, at most SHOWN_BEFORE lines above `line`, that opens a
-    block `line` is in (an `if`, `else`, `with`, ... up to the function's `def`): the guard with
-    what encloses it and the local definitions between them. With none that near, the line
-    _FALLBACK_BEFORE above `line`."""
+    block `line` is in (an `if`, `with`, ... up to the function's `def`): the guard with what
+    encloses it and the local definitions between them. An `else:` or `except` brings the `if`
+    or `try` it belongs to, and a condition written on several lines its first line, as far up as
+    the excerpt goes. With no opener that near, the raise's own line."""
     if not e.start <= line <= e.end:
-        return max(e.start, line - _FALLBACK_BEFORE)
+        return line
     limit = max(e.start, line - SHOWN_BEFORE)
     indent = _indent(e.lines[line - e.start])
-    found = None
-    for n in range(line - 1, limit - 1, -1):
+    found, pending = None, False  # pending: inside a statement whose first line is further up
+    for n in range(line - 1, e.start - 1, -1):
+        if n < limit and not pending:
+            break
         text = e.lines[n - e.start]
         body = text.strip()
         if not body or body.startswith("#") or _indent(text) >= indent:
             continue
-        indent = _indent(text)
-        if _OPENER.match(body):
-            found = n
-            if body.startswith(("def ", "async ")):
-                break
-        else:
-            indent += 1  # `):` of a condition written on several lines: its opener is above
-    return found if found is not None else max(e.start, line - _FALLBACK_BEFORE)
+        if not _OPENER.match(body):
+            indent, pending = _indent(text) + 1, True  # `):` of a condition on several lines
+            continue
+        found, indent, pending = n, _indent(text), False
+        if _BRANCH.match(body):
+            indent, pending = indent + 1, True  # its `if`, `try` or `match` is at the same indent
+        elif _DEF.match(body):
+            break
+    return found if found is not None else line
 
 
 def without_text(template: str) -> bool:

@@ -353,7 +353,7 @@ def _paginate(items: list[T], size: int = PAGE_SIZE) -> list[list[T]]:
 
 def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]],
              flag_urls: Sequence[str] = ()) -> str:
-    urls = [f"{base}/", f"{base}/browse/", f"{base}/search/", f"{base}/api/", f"{base}/contribute/"]
+    urls = [f"{base}/", f"{base}/browse/", f"{base}/search/", f"{base}/api/", f"{base}/contribute/", f"{base}/about/"]
     urls += [f"{base}/browse/{name}/" for name in sorted(by_subsystem)]
     urls += [f"{base}/errors/{r.id}/" for r in records]
     urls += [f"{base}/{page}" for page in flag_urls]

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
@@ -127,7 +128,7 @@ class Output:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-MAX_MANIFEST = 256 << 20  # bytes of a manifest unpacked: a damaged or hostile one is ignored, not read whole
+MAX_MANIFEST = 64 << 20  # bytes of a manifest unpacked: a damaged or hostile one is ignored, not read whole
 
 
 def _old_keys(site: Path) -> dict[str, str]:
@@ -143,7 +144,7 @@ def _old_keys(site: Path) -> dict[str, str]:
         if len(raw) > MAX_MANIFEST:
             return {}
         keys = json.loads(raw.decode("utf-8"))["keys"]
-    except (OSError, EOFError, ValueError, KeyError, TypeError, RecursionError):
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, RecursionError):
         return {}
     if not isinstance(keys, dict):
         return {}

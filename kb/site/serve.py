@@ -68,7 +68,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             return None
         target = self._slug_target(raw)
         if target is not None:
-            self.send_response(301)
+            self.send_response(302)  # not 301: a rebuild may give a slug to another id
             self.send_header("Location", target)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -77,15 +77,19 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def _slug_target(self, raw: str) -> Optional[str]:
         """An error's readable URL, /errors/<slug>/, answered as the site's 404 page does for
-        static hosts: a redirect to /errors/<id>/ (api/slugs.json); None for every other path."""
+        static hosts: the path /errors/<id>/ to redirect to (api/slugs.json); None for every
+        other path. The site is served at /, so the target is built from the id alone."""
         m = _SLUG_PATH.match(raw)
-        if m is None or is_id(m.group(2)):
+        if m is None or is_id(m.group(1)):
             return None
-        full = self._resolve(raw)
-        if full is not None and full.exists():
+        try:
+            full = self._resolve(raw)
+            if full is not None and full.exists():
+                return None
+        except (OSError, RuntimeError):  # a name too long, a link loop: not a slug's
             return None
-        ident = _slugs(self._root() / "api" / "slugs.json").get(m.group(2))
-        return f"{m.group(1)}errors/{ident}/" if ident is not None else None
+        ident = _slugs(self._root() / "api" / "slugs.json").get(m.group(1))
+        return f"/errors/{ident}/" if ident is not None else None
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         full = Path(path)
@@ -115,7 +119,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-_SLUG_PATH = re.compile(r"(/(?:[^/]+/)*?)errors/([a-z0-9][a-z0-9-]*)/?\Z")
+_SLUG_PATH = re.compile(r"/errors/([a-z0-9][a-z0-9-]{0,199})/?\Z")
 _slug_cache: tuple[tuple[str, int, int], dict[str, str]] = (("", 0, 0), {})
 
 
