@@ -152,3 +152,13 @@ def test_kb_check_names_the_gpu(tmp_path: Path) -> None:
     assert json.loads(check("--gpu", "h100").stdout)["first"] is None
     bad = check("--gpu", "no-such-gpu")
     assert bad.returncode == 2 and "one of: h100" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_null_flag_in_a_case_is_not_given(scan_0_33: ScanResult) -> None:
+    # `quantization: null` in a case is the launch without the flag (a check vLLM reaches only
+    # through a flag's config is then not run), as kb check reads a launch that does not give it
+    model = scan_0_33.config
+    assert model is not None
+    facts = case_facts(model, {"quantization": None, "tensor_parallel_size": 2})
+    assert facts.flags.get("tensor_parallel_size") == 2 and "quantization" not in facts.flags
+    assert case_facts(model, {"quantization": "awq"}).flags.get("quantization") == "awq"

@@ -55,7 +55,7 @@ def case_facts(config: ConfigModel, inputs: Mapping[str, Any]) -> Facts:
             continue
         if inp.kind == "flag":
             flag = config.flag(inp.flags[0])
-            if flag is not None:
+            if flag is not None and value is not None:  # null: the flag is not given (vLLM's default)
                 flags[flag.dest] = value
         elif inp.kind == "config" and inp.paths:
             node = model_config
