@@ -184,8 +184,8 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
         related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
         by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     # an uncurated error links its nearest RELATED_UNCURATED: thousands of pages and records carry them
-    merged = tuple(by_id[r.id] if by_id[r.id].entry is not None
-                   else replace(by_id[r.id], related=by_id[r.id].related[:RELATED_UNCURATED]) for r in records)
+    merged = tuple(m if m.entry is not None else replace(m, related=m.related[:RELATED_UNCURATED])
+                   for m in (by_id[r.id] for r in records))
     verified = verify_records(merged, scan.config)
     merged = tuple(replace(r, checked=True) if verified.get(r.id) == [] else r for r in merged)
     return Merged(merged, tuple(problems), tuple(p for found in verified.values() for p in found))

@@ -152,7 +152,7 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         # the guards as "When it happens" writes them: "What sets this" repeats its trigger only where
         # following names to flags and keys changed it
         "has_placeholders": bool(_PLACEHOLDER.search(record.template)),
-        "raw_conditions": {" and ".join(s.fact.guard_terms) for s in record.sites},
+        "raw_conditions": {s.fact.guard for s in record.sites},
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")
         if entry is not None and entry.defensive is not None else None,

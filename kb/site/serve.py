@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, Optional
 
 from kb.errors import KBError, UsageError
 from kb.scan.ids import is_id
+from kb.site.api import SLUGS
 
 _TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
           ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
@@ -88,7 +89,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
                 return None
         except (OSError, RuntimeError):  # a name too long, a link loop: not a slug's
             return None
-        ident = _slugs(self._root() / "api" / "slugs.json").get(m.group(1))
+        ident = _slugs(self._root() / SLUGS).get(m.group(1))
         return f"/errors/{ident}/" if ident is not None else None
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
