@@ -221,7 +221,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     for ident, path, reason in report.manual:
         _err(f"note: {path}: {ident}: check not cross-validated against vLLM's guard (manual): {reason}")
     _err(f"{report.entries} entries, {report.checks} checks ({report.cases} cases), {report.fixes_run} example fixes "
-         f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check: "
+         f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check, "
+         f"{report.reports} public reports: "
          f"{len(report.problems)} problem(s)")
     return 1 if report.problems else 0
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 from kb.errors import EntryError, KBError, ScanError, UsageError
 from kb.files import write_atomic
 from kb.model import Record, ScanResult, TreeInfo, Wording
-from kb.paths import cache_dir, data_dir
+from kb.paths import FAMILIES, REPORTS, cache_dir, data_dir
 from kb.releases.published import pinned_release, published_releases
 from kb.scan.defaults import DEFAULT_EXCEPTIONS, Progress
 from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
@@ -180,9 +180,9 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
     if len(scans) > 1:
         history = history or build_history(scans)
         merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases,
-                       nearest=warn is not None)
+                       nearest=warn is not None, reports=loaded.reports)
     else:
-        merged = merge(newest, loaded.entries, nearest=warn is not None)
+        merged = merge(newest, loaded.entries, nearest=warn is not None, reports=loaded.reports)
     if warn:
         for p in loaded.problems:
             warn(f"skipped: {p}")
@@ -261,7 +261,8 @@ def _compiled_path(kind: str, result: ScanResult, errors: Optional[Path], extra:
                                    code_digest(), extra]).encode())
     folder = errors_folder(errors)
     try:
-        for p in sorted([*folder.glob("*.yaml"), *(folder / "families").glob("*.yaml")]):  # what load_entries reads
+        for p in sorted([*folder.glob("*.yaml"), *(folder / FAMILIES).glob("*.yaml"),  # what load_entries reads
+                         *(folder / REPORTS).glob("*.yaml")]):
             h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     except OSError as e:
         raise KBError(f"cannot read the curated entries: {e.strerror or e}", str(folder)) from None

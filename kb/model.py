@@ -393,6 +393,22 @@ class Family:
 
 
 @dataclass(frozen=True)
+class Report:
+    """errors/reports/*.yaml: one public report (a GitHub issue or PR) that quotes an error's
+    message; its title is the words a user with the same problem types, so search reads it."""
+
+    id: str  # the error it quotes, in the release the report file was written for
+    url: str
+    title: str
+    quote: str  # the error line the report quotes, checked against the error's template
+    path: str  # errors/reports/<name>.yaml as given
+    line: int
+
+    def to_json(self) -> dict[str, str]:
+        return {"url": self.url, "title": self.title}
+
+
+@dataclass(frozen=True)
 class Entry:
     id: str
     path: str  # errors/<slug>.yaml as given
@@ -471,6 +487,7 @@ class Record:
     aliases: tuple[str, ...] = ()  # older ids that now lead here
     checked: bool = False  # the entry's check passes its cases and vLLM's guard, its example fix runs right
     setby: Optional[SetBy] = None  # what sets it: its guard's inputs resolved against the flag model
+    reports: tuple[Report, ...] = ()  # public reports that quote its message (errors/reports/)
 
     @property
     def file(self) -> str:

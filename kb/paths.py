@@ -11,6 +11,8 @@ from kb.errors import KBError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMAS = PACKAGE_DIR / "schemas"
+FAMILIES = "families"  # the sub-folder of errors/ that holds the family files
+REPORTS = "reports"  # the sub-folder of errors/ that holds the public reports
 
 
 def cache_dir() -> Path:

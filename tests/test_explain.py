@@ -28,6 +28,11 @@ def check(dtype, kind):
         raise ValueError(f"Unsupported dtype: {dtype} for the fp8 kv cache")
     if kind == 3:
         raise ValueError("Failed to find a kernel. Reasons: \\n" + "\\n".join(kind))
+    if kind == 4:
+        raise RuntimeError(
+            "Engine core initialization failed. See root cause above. "
+            f"Failed core proc(s): {dtype}"
+            f"{f', failed frontend proc(s): {kind}' if kind else ''}")
 ''',
 }
 
@@ -71,6 +76,21 @@ def test_a_long_log_with_several_errors(matcher: Matcher) -> None:
     ])
     ex = explain(log, matcher)
     assert [(f.best.id, f.line, f.count) for f in ex.found] == [(DCP, 51, 2), ("f644a7c8e4fdc46c", 54, 1)]
+
+
+@pytest.mark.parametrize("text, value", [
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}", "{}"),
+    ("Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': 1}",
+     "{'EngineCore_0': 1}"),
+    ("Engine core initialization failed. See root cause above. Failed core proc(s): {}, failed frontend proc(s): [3]",
+     "{}, failed frontend proc(s): [3]"),
+])
+def test_a_message_ending_in_side_by_side_placeholders_is_matched_exactly(matcher: Matcher, text: str,
+                                                                            value: str) -> None:
+    m = best(matcher, text)
+    assert m.kind == "exact" and m.entry["parts"] == ["Engine core initialization failed. See root cause above. "
+                                                      "Failed core proc(s): ", ""]
+    assert m.values == (("dtype", value),)
 
 
 def test_cut_off_message(matcher: Matcher) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from kb.cli import main
 from kb.search.index import FIELDS, document, search_index
-from kb.search.query import SearchIndex, load_search_index
+from kb.search.query import SearchIndex, coordination, load_search_index
 from kb.search.words import SYNONYMS, Clause, clauses, document_text, terms
 from sitehelpers import build_fixture
 
@@ -24,12 +24,15 @@ def test_words_are_runs_of_letters_and_digits_in_every_spelling() -> None:
 
 def test_a_query_is_its_words_their_shorthand_and_long_words_as_prefixes() -> None:
     got = clauses("tp quant")
-    assert Clause("tp", 1.0) in got and Clause("tensor", 1.0) in got and Clause("parallel", 1.0) in got
-    assert Clause("quant", 0.1, prefix=True) in got and Clause("quantization", 1.0) in got
+    assert Clause("tp", 1.0, words=(0,)) in got and Clause("tensor", 1.0, words=(0,)) in got
+    assert Clause("parallel", 1.0, words=(0,)) in got
+    assert Clause("quant", 0.1, prefix=True, words=(1,)) in got and Clause("quantization", 1.0, words=(1,)) in got
     assert not any(c.prefix and c.term == "tp" for c in got)  # too short to be a prefix
-    # each term once, at its highest weight: "kv" stands for "kv cache", typed "cache" weighs 1
+    # each term once, at its highest weight, with every word it stands for: "kv" stands for
+    # "kv cache", typed "cache" weighs 1
     kv = clauses("kv cache")
-    assert [c.term for c in kv if not c.prefix] == ["kv", "cache"]
+    assert [(c.term, c.words) for c in kv if not c.prefix] == [("kv", (0,)), ("cache", (0, 1))]
+    assert [c.words for c in clauses("tp tp heads") if not c.prefix][-1] == (1,)  # a repeated word is one word
     assert clauses("") == [] and clauses("!!! ...") == []
     assert all(k == terms(k)[0] for k in SYNONYMS)  # keys are single words as terms() gives them
 
@@ -98,3 +101,15 @@ def test_documents_weigh_names_that_set_the_error(site: Path) -> None:
     assert SearchIndex(data).titles == {r.id: r.title for r in records if r.removed_since is None}
     # deterministic: the same records give the same bytes
     assert json.dumps(search_index(records, "0.1.0"), sort_keys=True) == json.dumps(data, sort_keys=True)
+
+
+def test_coordination_is_the_squared_share_of_the_query_words_a_document_holds() -> None:
+    forms = [(Clause("unsupported", 1.0, words=(0,)), ["unsupport"]),
+             (Clause("unsupported", 0.1, prefix=True, words=(0,)), ["unsupported"]),
+             (Clause("lora", 1.0, words=(1,)), ["lora"]), (Clause("weight", 1.0, words=(2,)), ["weight"]),
+             (Clause("cache", 1.0, words=(1, 2)), ["cach"])]
+    assert coordination(["lora"], forms, 3) == 1 / 9
+    assert coordination(["unsupport", "lora", "weight"], forms, 3) == 1.0
+    assert coordination(["unsupportedness"], forms, 3) == 1 / 9  # through the prefix
+    assert coordination(["cach"], forms, 3) == 4 / 9  # a shorthand's word counts for each word it stands for
+    assert coordination(["other"], forms, 3) == 0.0

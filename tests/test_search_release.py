@@ -14,11 +14,11 @@ from kb.search.score import load_queries, score
 
 pytestmark = pytest.mark.release
 QUERIES = Path(__file__).parent / "data" / "search_queries.yaml"
-HIT3 = 0.83  # measured 0.838 on 2026-12-01 (bench/search.py); the issue asks 0.90 of a held-out set
-# Held out: 80 more public reports, collected and labelled (from the message each quotes) after the
-# ranking was tuned, and never tuned on: what a user's words find today, not a target.
+HIT3 = 0.88  # measured 0.892 on 2026-12-02 (bench/search.py); the issue asks 0.90 of a held-out set
+# Held out: 120 more public reports in three batches, collected and labelled (from the message each
+# quotes) after the ranking was tuned, and never tuned on: what a user's words find today, not a target.
 HELD_OUT = Path(__file__).parent / "data" / "search_queries_heldout.yaml"
-HELD_OUT_HIT3 = 0.47  # measured 0.475 on 2026-12-02
+HELD_OUT_HIT3 = 0.48  # measured 0.492 on 2026-12-02 (0.425 before coordination)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_hit_at_3_on_the_query_set(spec: SourceSpec) -> None:
 
 def test_the_held_out_set_is_real_and_labelled_with_errors_the_release_raises(spec: SourceSpec) -> None:
     held, tuned = load_queries(HELD_OUT), load_queries(QUERIES)
-    assert len(held) >= 80 and all(q.source.startswith("https://github.com/") for q in held)
+    assert len(held) >= 120 and all(q.source.startswith("https://github.com/") for q in held)
     assert not {q.source for q in held} & {q.source for q in tuned}  # no report in both sets
     ids = {s.id for s in scan_release(spec).sites}
     assert all(q.accept and set(q.accept) <= ids for q in held), [q.text for q in held if not set(q.accept) <= ids]
@@ -53,3 +53,10 @@ def test_hit_at_3_on_the_held_out_set_does_not_fall(spec: SourceSpec) -> None:
     searcher = searcher_for(spec)
     result = score(load_queries(HELD_OUT), lambda q: [h.id for h in searcher.search(q, 10)])
     assert result.hit3 >= HELD_OUT_HIT3, "\n".join(f"{t!r}: want {a}, got {g}" for t, a, g in result.misses)
+
+
+def test_an_error_holding_every_word_outranks_one_word_found_in_many_fields(spec: SourceSpec) -> None:
+    """"max_cpu_loras must be >= max_loras" (curated: "lora" in five fields) came before
+    "{name} is unsupported LoRA weight" until the coordination factor."""
+    searcher = searcher_for(spec)
+    assert [h.id for h in searcher.search("unsupported LoRA weight", 3)][0] == "697f9a845163ad4c"

@@ -4,7 +4,15 @@ import ast
 
 import pytest
 
-from kb.scan.messages import brace_format, percent_format, placeholders, template_of
+from kb.scan.messages import (
+    brace_format,
+    percent_format,
+    placeholder_spans,
+    placeholders,
+    sub_placeholders,
+    template_of,
+    template_parts,
+)
 
 
 def tpl(expr: str, **bindings: str):
@@ -80,3 +88,21 @@ def test_percent_and_brace_helpers() -> None:
 
 def test_placeholders() -> None:
     assert placeholders("a ({num_q_per_kv}) b ({dcp})") == ["num_q_per_kv", "dcp"]
+
+
+@pytest.mark.parametrize("template, parts, names", [
+    # a placeholder holding braces is one placeholder: a set, a nested f-string (vLLM's "Engine core
+    # initialization failed ... Failed core proc(s): {finished}{f', failed frontend ...' if ... else ''}")
+    ("valid sizes are {sorted({1, pcp})}.", ["valid sizes are ", "."], ["sorted({1, pcp})"]),
+    ("procs: {finished}{f', failed {n}' if n else ''}", ["procs: ", "", ""], ["finished", "f', failed {n}' if n else ''"]),
+    ("expected { got {x}", ["expected { got ", ""], ["x"]),  # a brace with no partner is text
+    ("{a} } {", ["", " } {"], ["a"]),
+    ("no placeholder", ["no placeholder"], []),
+])
+def test_placeholders_are_balanced_braces(template: str, parts: list[str], names: list[str]) -> None:
+    assert template_parts(template) == (parts, names)
+    assert sub_placeholders(template, "{}") == "{}".join(parts)
+
+
+def test_placeholder_spans_take_linear_time_on_hostile_braces() -> None:
+    assert placeholder_spans("{" * 200_000 + "x") == [] and len(placeholder_spans("{}" * 100_000)) == 100_000

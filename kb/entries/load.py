@@ -32,14 +32,15 @@ from kb.model import (
     ExampleFix,
     Family,
     Located,
+    Report,
     Situation,
     Verified,
 )
-from kb.paths import SCHEMAS
+from kb.paths import FAMILIES, REPORTS, SCHEMAS
 
 SCHEMA_PATH = SCHEMAS / "entry.schema.json"
 FAMILY_SCHEMA_PATH = SCHEMAS / "family.schema.json"
-FAMILIES = "families"  # the sub-folder of errors/ that holds the family files
+REPORT_SCHEMA_PATH = SCHEMAS / "report.schema.json"
 MIN_EXPLANATION = 200  # characters of a family's explanation, as of an entry's meaning (tests/test_curated.py)
 _MARKDOWN_FIELDS = ("meaning", "trigger")
 _MARKDOWN_LISTS = ("solutions", "prevention")
@@ -51,6 +52,7 @@ class Loaded:
     entries: tuple[Entry, ...]  # each member of a family carries it (Entry.family)
     problems: tuple[Located, ...]
     families: tuple[Family, ...] = ()
+    reports: tuple[Report, ...] = ()  # sorted by id, then URL
 
 
 @lru_cache(maxsize=2)
@@ -59,28 +61,30 @@ def _validator(path: Path = SCHEMA_PATH) -> jsonschema.Draft202012Validator:
 
 
 def load_entries(folder: Path) -> Loaded:
-    """Every `*.yaml` of `folder` and of its `families/` folder, sorted by name. Malformed files
-    are left out and reported.
+    """Every `*.yaml` of `folder` and of its `families/` and `reports/` folders, sorted by name.
+    Malformed files are left out and reported.
 
     Loaded once per process while the files are unchanged (jobs over many releases read the
     same entries for each)."""
     paths = sorted(folder.glob("*.yaml"))
     family_paths = sorted((folder / FAMILIES).glob("*.yaml"))
+    report_paths = sorted((folder / REPORTS).glob("*.yaml"))
     try:
         key = (str(folder.resolve()), tuple((str(p.relative_to(folder)), p.stat().st_mtime_ns, p.stat().st_size)
-                                            for p in paths + family_paths))
+                                            for p in paths + family_paths + report_paths))
     except OSError:
-        return _load_entries(folder, paths, family_paths)
+        return _load_entries(folder, paths, family_paths, report_paths)
     if key not in _LOADED:
         _LOADED.clear()
-        _LOADED[key] = _load_entries(folder, paths, family_paths)
+        _LOADED[key] = _load_entries(folder, paths, family_paths, report_paths)
     return _LOADED[key]
 
 
 _LOADED: dict[tuple[str, tuple[tuple[str, int, int], ...]], Loaded] = {}
 
 
-def _load_entries(folder: Path, paths: list[Path], family_paths: Sequence[Path] = ()) -> Loaded:
+def _load_entries(folder: Path, paths: list[Path], family_paths: Sequence[Path] = (),
+                  report_paths: Sequence[Path] = ()) -> Loaded:
     entries: list[Entry] = []
     problems: list[Located] = []
     seen: dict[str, str] = {}
@@ -99,7 +103,39 @@ def _load_entries(folder: Path, paths: list[Path], family_paths: Sequence[Path] 
     problems.extend(found)
     owner = {m: f for f in families for m in f.members}
     entries = [replace(e, family=owner[e.id]) if e.id in owner else e for e in entries]
-    return Loaded(tuple(entries), tuple(problems), tuple(families))
+    reports: list[Report] = []
+    for path in report_paths:
+        found_reports, found = load_reports(path, f"{folder.name}/{REPORTS}/{path.name}")
+        reports.extend(found_reports)
+        problems.extend(found)
+    reports, found = _unique_reports(reports)
+    problems.extend(found)
+    return Loaded(tuple(entries), tuple(problems), tuple(families), tuple(reports))
+
+
+def load_reports(path: Path, shown: str) -> tuple[list[Report], list[Located]]:
+    """One file of public reports; a file with a problem is left out whole. Whether each quote
+    matches its error's template is the merge's to say (it has the release's templates)."""
+    data, lines, problems = _read(path, shown)
+    if problems:
+        return [], problems
+    problems = _schema_problems(data, lines, shown, REPORT_SCHEMA_PATH)
+    if problems:
+        return [], problems
+    return [Report(r["id"], r["url"], " ".join(r["title"].split()), r["quote"].strip(), shown,
+                   lines.get(f"reports.{i}", 1)) for i, r in enumerate(data["reports"])], []
+
+
+def _unique_reports(reports: Sequence[Report]) -> tuple[list[Report], list[Located]]:
+    """Each (id, URL) once, across all files: a second one is a located problem."""
+    seen: dict[tuple[str, str], Report] = {}
+    problems: list[Located] = []
+    for r in reports:
+        first = seen.setdefault((r.id, r.url), r)
+        if first is not r:
+            problems.append(Located(r.path, r.line, f"report {r.url} of {r.id} is listed twice: also at "
+                                                     f"{first.path}:{first.line}"))
+    return sorted(seen.values(), key=lambda r: (r.id, r.url)), problems
 
 
 def _families(folder: Path, paths: Sequence[Path], entries: dict[str, str]) -> tuple[list[Family], list[Located]]:
@@ -241,11 +277,11 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         value = error.validator_value
         expected = value if isinstance(value, str) else " or ".join(map(str, value)) if isinstance(value, list) else str(value)
         return f"{field_name} must be {_a(expected)} (got {_kind(error.instance)})"
-    if v == "pattern" and where == "id":
+    if v == "pattern" and (where == "id" or (where.startswith("reports.") and where.endswith(".id"))):
         return f"id must be 16 lowercase hex characters (got {error.instance!r})"
     if v == "pattern" and where.startswith("members."):
         return f"{field_name} must be an entry id, 16 lowercase hex characters (got {error.instance!r})"
-    if v == "pattern" and "references" in where:
+    if v == "pattern" and ("references" in where or (where.startswith("reports.") and where.endswith(".url"))):
         return f"{field_name} must be a GitHub issue or PR URL (https://github.com/OWNER/REPO/issues/N or /pull/N), got {error.instance!r}"
     if v == "pattern":
         return f"{field_name} does not match {error.validator_value!r} (got {error.instance!r})"
@@ -254,6 +290,8 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         return f"{field_name} must be one of {', '.join(map(str, choices))} (got {error.instance!r})"
     if v in ("minLength", "minItems"):
         return f"{field_name} is empty or too short"
+    if v == "maxLength":
+        return f"{field_name} is longer than {error.validator_value} characters"
     return f"{field_name}: {error.message}"
 
 

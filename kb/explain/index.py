@@ -10,7 +10,8 @@ from typing import Any
 
 from kb.files import compact_json
 from kb.model import Record, Wording
-from kb.records.present import template_parts, title_of
+from kb.records.present import title_of
+from kb.scan.messages import template_parts
 
 MATCH_FORMAT = "kb-match/1"
 _SPACE = re.compile(r"\s+")
@@ -34,7 +35,17 @@ def unescaped(text: str) -> str:
 
 
 def literal_parts(template: str) -> tuple[list[str], list[str]]:
-    parts, names = template_parts(template)
+    """The literal parts a message is matched by, and the placeholder names between them. Two
+    placeholders side by side (`{finished}{extra if x else ''}`) are one value to a reader of
+    the message: it goes under the first one's name."""
+    raw, raw_names = template_parts(template)
+    parts, names = raw[:1], []
+    for name, part in zip(raw_names, raw[1:]):
+        if len(parts) > 1 and parts[-1] == "":
+            parts[-1] = part
+        else:
+            parts.append(part)
+            names.append(name)
     parts = [normalize(unescaped(p)) for p in parts]
     if parts:
         parts[0] = parts[0].lstrip()

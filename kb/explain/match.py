@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import KBError
-from kb.explain.index import MATCH_FORMAT, index_problem, normalize, unescaped
+from kb.explain.index import MATCH_FORMAT, index_problem, literal_parts, matchable, normalize, unescaped
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -524,6 +524,27 @@ def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]
             values = [*values, last]
         return values, pos
     return None
+
+
+MIN_QUOTED = 12  # literal characters a cut-off quote must keep, and at least half the template's
+
+
+def quotes_template(template: str, quote: str) -> bool:
+    """Whether `quote` (a line a public report quotes, maybe after `ValueError: `, maybe cut off
+    after one of the template's values) is this template's message. Linear time (`fit`)."""
+    parts, _ = literal_parts(template)
+    if not matchable(parts):
+        return False
+    text = normalize(quote.strip())
+    texts = [text, EXCEPTION.sub("", text, count=1)]
+    literal = sum(len(p) for p in parts)
+    tries = [parts]
+    for k in range(len(parts) - 1, 0, -1):  # cut off after the value that follows parts[k - 1]
+        kept = sum(len(p) for p in parts[:k])
+        if kept < max(MIN_QUOTED, literal / 2):
+            break
+        tries.append([*parts[:k], ""])
+    return any(contained(p, t) is not None for p in tries for t in texts)
 
 
 def fit(parts: Sequence[str], text: str, start: bool, end: bool) -> Optional[tuple[list[str], int]]:

@@ -23,11 +23,12 @@ class LintReport:
     manual: tuple[tuple[str, str, str], ...]  # (id, path, reason) of checks not cross-validated
     no_check: tuple[tuple[str, str, str], ...]  # (id, path, why no check)
     merged: Optional[Merged] = None
+    reports: int = 0  # public reports whose quote matched their error
 
 
 def lint(scan: ScanResult, folder: Path) -> LintReport:
     loaded = load_entries(folder)
-    merged = merge(scan, loaded.entries)
+    merged = merge(scan, loaded.entries, reports=loaded.reports)
     problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems]
     problems += [str(p) for p in merged.verification]
     checks = cases = fixes = 0
@@ -49,4 +50,6 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
         cases += len(e.check.cases)
         if e.check.source_check == "manual":
             manual.append((r.id, e.path, e.check.source_reason or ""))
-    return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged)
+    reports = sum(len(r.reports) for r in merged.records)
+    return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged,
+                      reports)

@@ -17,11 +17,10 @@ from urllib.parse import quote
 
 from kb.model import Excerpt, RaiseSite
 from kb.scan.ids import is_id
-from kb.scan.messages import placeholders
+from kb.scan.messages import sub_placeholders, template_parts
 
 TITLE_MAX = 100
 _WORD = re.compile(r"[a-z0-9]+")
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
 # The lines of a raise's excerpt that pages and API records show. A curated error shows all the
@@ -79,7 +78,7 @@ def block_start(e: Excerpt, line: int) -> int:
 def without_text(template: str) -> bool:
     """Whether a template has no text of its own (`{e}`, `{' '.join(errors)}`): its words are
     built at run time."""
-    return not _PLACEHOLDER.sub("", " ".join(template.split())).strip(" .:,;()[]'\"`")
+    return not sub_placeholders(" ".join(template.split()), "").strip(" .:,;()[]'\"`")
 
 
 def title_of(template: str, exception_class: str, function: str) -> str:
@@ -103,7 +102,7 @@ SLUG_MAX = 120
 
 
 def slug_base(template: str, site: RaiseSite) -> str:
-    words = _WORD.findall(_PLACEHOLDER.sub(" ", template).lower())[:10]
+    words = _WORD.findall(sub_placeholders(template, " ").lower())[:10]
     if not words:
         words = _WORD.findall(f"{site.exception_class} {site.fact.qualname}".lower().replace("_", " "))[:10]
     slug = _capped("-".join(w[:SLUG_WORD_MAX] for w in words)) or "error"
@@ -279,13 +278,6 @@ def _add(chosen: list[str], ident: str, candidates: Iterable[str], limit: int) -
 
 _COMMON_NAMES = {"len", "isinstance", "hasattr", "getattr", "any", "all", "str", "int", "type", "kwargs", "args",
                  "envs", "current_platform", "torch", "config"}
-
-
-def template_parts(template: str) -> tuple[list[str], list[str]]:
-    """Literal parts and placeholder names: parts[0] name[0] parts[1] ... parts[-1]."""
-    names = placeholders(template)
-    parts = _PLACEHOLDER.split(template)
-    return parts, names
 
 
 def message_pattern(template: str) -> str:

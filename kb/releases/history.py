@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
 from kb.model import Appearance, RaiseSite, ScanResult
+from kb.scan.messages import sub_placeholders
 
 EDIT_RATIO = 0.8
 RENAMED_EDIT_RATIO = 0.9  # a message in the same file whose function was renamed too
 MOVE_LITERAL = 20  # literal characters a message needs to be followed across files by its text alone
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
 def _literal(template: str) -> int:
-    return len(_PLACEHOLDER.sub("", template).strip())
+    return len(sub_placeholders(template, "").strip())
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def diff_scans(old: ScanResult, new: ScanResult, old_name: str, new_name: str) -
 
 def skeleton(template: str) -> str:
     """The message with every placeholder blank: `{lora.rank}` and `{lora_rank}` are one message."""
-    return _PLACEHOLDER.sub("{}", template)
+    return sub_placeholders(template, "{}")
 
 
 def _leaf(qualname: str) -> str:

@@ -219,9 +219,41 @@ def _split_field(field: str) -> tuple[str, str]:
     return field, ""
 
 
-_FIELD = re.compile(r"\{[^{}]*\}")
+def placeholder_spans(template: str) -> list[tuple[int, int]]:
+    """Where each placeholder `{...}` of a template is: a balanced pair of braces at the top
+    level, so `{sorted({1, n})}` and `{f', x {y}' if y else ''}` are one each. A brace with no
+    partner is text. One pass, whatever the text."""
+    opened: list[int] = []
+    pairs: list[tuple[int, int]] = []
+    for i, ch in enumerate(template):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}" and opened:
+            pairs.append((opened.pop(), i + 1))
+    spans: list[tuple[int, int]] = []
+    for a, b in sorted(pairs):
+        if not spans or a >= spans[-1][1]:  # a pair inside another is part of it
+            spans.append((a, b))
+    return spans
 
 
 def placeholders(template: str) -> list[str]:
     """The placeholder expressions of a template, in order."""
-    return [m.group(0)[1:-1] for m in _FIELD.finditer(template)]
+    return [template[a + 1:b - 1] for a, b in placeholder_spans(template)]
+
+
+def template_parts(template: str) -> tuple[list[str], list[str]]:
+    """Literal parts and placeholder expressions: parts[0] name[0] parts[1] ... parts[-1]."""
+    parts, names, last = [], [], 0
+    for a, b in placeholder_spans(template):
+        parts.append(template[last:a])
+        names.append(template[a + 1:b - 1])
+        last = b
+    parts.append(template[last:])
+    return parts, names
+
+
+def sub_placeholders(template: str, repl: str) -> str:
+    """The template with each placeholder replaced by `repl`."""
+    parts, _ = template_parts(template)
+    return repl.join(parts)

@@ -23,8 +23,10 @@ SEARCH_FORMAT = "kb-search/1"
 
 # The fields of a document and their weights: the words of the title count most, then the
 # message and the names that set the error (flags, config.json keys, environment variables, the
-# curated entry's slug), then the curated prose and where in the source it is raised.
-FIELDS: tuple[tuple[str, int], ...] = (("title", 6), ("message", 3), ("names", 3), ("text", 1), ("code", 1))
+# curated entry's slug), then the titles of public reports that quote it (the words users with
+# the same problem wrote), the curated prose and where in the source it is raised.
+FIELDS: tuple[tuple[str, int], ...] = (("title", 6), ("message", 3), ("names", 3), ("reports", 2), ("text", 1),
+                                       ("code", 1))
 # A curated error is one users reach, and each public report its entry cites is one more user who
 # did: both raise it above an uncurated error of the same words.
 CURATED_BOOST = 1.3
@@ -67,6 +69,7 @@ def document(r: Record, ref: str) -> dict[str, str]:
         "title": document_text(*_title_words(r)),
         "message": document_text(r.template, *(p for s in r.sites for p in s.fact.parts)),
         "names": document_text(*_names(r)),
+        "reports": document_text(*(rep.title for rep in r.reports)),
         "text": document_text(*prose),
         "code": document_text(r.exception_class, r.sites[0].fact.qualname, r.file, r.subsystem),
     }

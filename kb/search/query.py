@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from kb.errors import KBError
 from kb.search.index import SEARCH_FORMAT
-from kb.search.words import clauses
+from kb.search.words import Clause, clauses
 
 if TYPE_CHECKING:
     from kb.explain.match import Matcher
@@ -51,9 +51,24 @@ class SearchIndex:
             else:
                 q.term(c.term, boost=c.boost)
         found = self.index.query(q)
-        ranked = sorted(((round(float(m["score"]), 6), self.docs[int(m["ref"])][0]) for m in found),
+        words = max((n for c in parts for n in c.words), default=0) + 1
+        forms = [(c, self.index.pipeline.run_string(c.term) if not c.prefix else [c.term]) for c in parts]
+        ranked = sorted(((round(float(m["score"]) * coordination(list(m["match_data"].metadata), forms, words), 6),
+                          self.docs[int(m["ref"])][0]) for m in found),
                         key=lambda x: (-x[0], x[1]))
         return [Hit(ident, score, self.titles[ident], "words") for score, ident in ranked[:limit] if score > 0]
+
+
+def coordination(matched: list[str], forms: list[tuple[Clause, list[str]]], words: int) -> float:
+    """The share of the query's words a document holds (through the word, its shorthand or, for
+    a long word, a word it begins), squared: lunr sums each term over every field, so without it
+    one word found in five fields outranks all the words found once (Lucene's `coord`)."""
+    held: set[int] = set()
+    for c, stems in forms:
+        if any(t in stems or (c.prefix and t.startswith(c.term)) for t in matched):
+            held.update(c.words)
+    share = len(held) / words
+    return share * share
 
 
 class Searcher:

@@ -123,23 +123,32 @@ class Clause:
     term: str
     boost: float
     prefix: bool = False
+    words: tuple[int, ...] = ()  # the query's words (numbers into query_words()) it stands for
+
+
+def query_words(query: str) -> list[str]:
+    """The words of a query that rank: each once, in the order first met."""
+    return list(dict.fromkeys(terms(query[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS]))
 
 
 def clauses(query: str) -> list[Clause]:
     """The lunr query for the words a user typed: every word; the words its shorthand stands
     for; and, for a long word, the words it is the start of. Each term once, at its highest
-    weight, in the order first met."""
+    weight, in the order first met, with the words it stands for."""
     out: dict[tuple[str, bool], float] = {}
+    sources: dict[tuple[str, bool], list[int]] = {}
 
-    def add(term: str, boost: float, prefix: bool = False) -> None:
+    def add(term: str, boost: float, n: int, prefix: bool = False) -> None:
         key = (term, prefix)
         if out.get(key, 0.0) < boost:
             out[key] = boost
+        if n not in sources.setdefault(key, []):
+            sources[key].append(n)
 
-    for word in terms(query[:MAX_QUERY_CHARS])[:MAX_QUERY_TERMS]:
-        add(word, 1.0)
+    for n, word in enumerate(query_words(query)):
+        add(word, 1.0, n)
         for other in SYNONYMS.get(word, ()):
-            add(other, SYNONYM_BOOST)
+            add(other, SYNONYM_BOOST, n)
         if len(word) >= PREFIX_MIN and not word.isdigit():
-            add(word, PREFIX_BOOST, prefix=True)
-    return [Clause(term, boost, prefix) for (term, prefix), boost in out.items()]
+            add(word, PREFIX_BOOST, n, prefix=True)
+    return [Clause(term, boost, prefix, tuple(sources[(term, prefix)])) for (term, prefix), boost in out.items()]

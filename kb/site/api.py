@@ -130,6 +130,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "sites": [_site(x) for x in record.sites],
             "check": e.check.to_json() if e is not None and e.check is not None else None,
             "references": list(e.references) if e is not None else [],
+            "reports": [rep.to_json() for rep in record.reports],
             "history": _history(record),
             "setBy": record.setby.to_json() if record.setby is not None else None,
             "family": e.family.to_json() if e is not None and e.family is not None else None,

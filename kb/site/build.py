@@ -171,7 +171,7 @@ def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, 
     records and of the family's members."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
-                         repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby),
+                         repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby), repr(r.reports),
                          [list(vars(summaries[i]).values()) for i in r.related],
                          [list(vars(summaries[i]).values()) for i in family_ids(r) if i in summaries]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input

@@ -21,12 +21,10 @@ from kb.config.resolve import KIND_LABELS, NOT_FOLLOWED
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
 from kb.paths import data_dir
+from kb.scan.messages import placeholder_spans
 from kb.site.api import SiteInfo
 from kb.site.highlight import highlight_excerpts
 from kb.site.views import SHOWN_INPUTS, SHOWN_TRIGGERS, ErrorView, SiteView, Summary
-
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
-
 
 # Characters HTML does not allow in a document (NUL, the other C0 and C1 controls but tab, line
 # feed, form feed and carriage return) and lone surrogates, which cannot be written as UTF-8.
@@ -85,10 +83,10 @@ def message_html(template: str) -> Markup:
     """The template, escaped, with each placeholder visibly marked."""
     out: list[str] = []
     last = 0
-    for m in _PLACEHOLDER.finditer(template):
-        out.append(str(escape(template[last : m.start()])))
-        out.append(f'<var class="ph">{escape(m.group(0))}</var>')
-        last = m.end()
+    for a, b in placeholder_spans(template):
+        out.append(str(escape(template[last:a])))
+        out.append(f'<var class="ph">{escape(template[a:b])}</var>')
+        last = b
     out.append(str(escape(template[last:])))
     return Markup("".join(out))
 
@@ -151,7 +149,7 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "issue_url": issue_url(record, info),
         # the guards as "When it happens" writes them: "What sets this" repeats its trigger only where
         # following names to flags and keys changed it
-        "has_placeholders": bool(_PLACEHOLDER.search(record.template)),
+        "has_placeholders": bool(placeholder_spans(record.template)),
         "raw_conditions": {s.fact.guard for s in record.sites},
         "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")

@@ -479,19 +479,41 @@
   // index the build wrote with lunr.py (/api/search-index.json), so `kb search` ranks alike.
   var searchUrl = script.dataset.search, wordIndex = null, wordsLoading = null;
   function queryTerms(text) { return text.normalize("NFKC").toLowerCase().match(/[a-z0-9]+/g) || []; }
-  function clauses(query, data) {
-    var s = data.settings, order = [], best = {};
-    function add(term, boost, prefix) {
-      var key = (prefix ? "*" : " ") + term;
-      if (!(key in best)) { order.push([term, prefix, key]); best[key] = boost; }
-      else if (best[key] < boost) best[key] = boost;
-    }
-    queryTerms(query.slice(0, s.maxChars)).slice(0, s.maxTerms).forEach(function (word) {
-      add(word, 1.0, false);
-      (data.synonyms[word] || []).forEach(function (other) { add(other, s.synonymBoost, false); });
-      if (word.length >= s.prefixMin && !/^[0-9]+$/.test(word)) add(word, s.prefixBoost, true);
+  function queryWords(query, s) {  // as query_words(): each word once, in the order first met
+    var seen = {};
+    return queryTerms(query.slice(0, s.maxChars)).slice(0, s.maxTerms).filter(function (w) {
+      if (seen[" " + w]) return false;
+      seen[" " + w] = true;
+      return true;
     });
-    return order.map(function (o) { return {term: o[0], prefix: o[1], boost: best[o[2]]}; });
+  }
+  function clauses(query, data) {
+    var s = data.settings, order = [], best = {}, sources = {};
+    function add(term, boost, n, prefix) {
+      var key = (prefix ? "*" : " ") + term;
+      if (!(key in best)) { order.push([term, prefix, key]); best[key] = boost; sources[key] = []; }
+      else if (best[key] < boost) best[key] = boost;
+      if (sources[key].indexOf(n) < 0) sources[key].push(n);
+    }
+    queryWords(query, s).forEach(function (word, n) {
+      add(word, 1.0, n, false);
+      (data.synonyms[word] || []).forEach(function (other) { add(other, s.synonymBoost, n, false); });
+      if (word.length >= s.prefixMin && !/^[0-9]+$/.test(word)) add(word, s.prefixBoost, n, true);
+    });
+    return order.map(function (o) { return {term: o[0], prefix: o[1], boost: best[o[2]], words: sources[o[2]]}; });
+  }
+  // as coordination(): the share of the query's words a document holds, squared
+  function coordination(matched, forms, words) {
+    var held = {}, count = 0;
+    forms.forEach(function (f) {
+      var c = f[0], stems = f[1];
+      var hit = matched.some(function (t) {
+        return stems.indexOf(t) >= 0 || (c.prefix && t.slice(0, c.term.length) === c.term);
+      });
+      if (hit) c.words.forEach(function (n) { if (!held[n]) { held[n] = true; count++; } });
+    });
+    var share = count / words;
+    return share * share;
   }
   function loadWords() {
     if (!wordsLoading) {
@@ -511,7 +533,13 @@
                         wildcard: c.prefix ? lunr.Query.wildcard.TRAILING : lunr.Query.wildcard.NONE});
       });
     });
-    return found.map(function (m) { return [wordIndex.data.docs[+m.ref][0], Math.round(m.score * 1e6) / 1e6]; })
+    var words = 0, pipeline = wordIndex.index.pipeline;
+    parts.forEach(function (c) { c.words.forEach(function (n) { if (n + 1 > words) words = n + 1; }); });
+    var forms = parts.map(function (c) { return [c, c.prefix ? [c.term] : pipeline.runString(c.term)]; });
+    return found.map(function (m) {
+      var score = m.score * coordination(Object.keys(m.matchData.metadata), forms, words);
+      return [wordIndex.data.docs[+m.ref][0], Math.round(score * 1e6) / 1e6];
+    })
       .sort(function (a, b) { return (b[1] - a[1]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0); })
       .filter(function (x) { return x[1] > 0; }).slice(0, limit);
   }

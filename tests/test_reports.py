@@ -1,0 +1,148 @@
+"""Public reports (errors/reports/*.yaml): loaded with every problem located, matched against
+the error's template by the merge, shown on the page, the record and the Markdown page, and
+read by the word search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from entryhelpers import DCP_MAX, DCP_MAX_FILE, DCP_MAX_ID, DCP_MAX_TEMPLATE, write_entries
+from kb.entries.load import load_entries
+from kb.explain.match import quotes_template
+from kb.mkdocs.pages import error_markdown
+from kb.model import Report
+from kb.records.merge import merge
+from kb.records.reports import MAX_REPORTS
+from kb.search.query import load_search_index
+from kb.site.build import BuildOptions, build_site
+from kb.site.views import SiteInfo, error_view
+from sitehelpers import fixture_scan
+
+QUOTE = ("ValueError: `--decode-context-parallel-size` (4) exceeds the maximum supported value (2) for "
+         "`--tensor-parallel-size` (8) and 4 model KV heads.")
+URL = "https://github.com/vllm-project/vllm/issues/12345"
+
+
+def reports_yaml(*items: tuple[str, str, str, str]) -> str:
+    out = ["reports:"]
+    for ident, url, title, quote in items:
+        out += [f"  - id: {ident}", f"    url: {url}", f"    title: {json.dumps(title)}", f"    quote: {json.dumps(quote)}"]
+    return "\n".join(out) + "\n"
+
+
+def load(tmp_path: Path, files: dict[str, str]) -> tuple[list[Report], list[str]]:
+    folder = write_entries(tmp_path / "errors", {})
+    write_entries(folder / "reports", files)
+    loaded = load_entries(folder)
+    return list(loaded.reports), [str(p) for p in loaded.problems]
+
+
+def test_a_report_file_loads_sorted_with_the_line_of_each_report(tmp_path: Path) -> None:
+    text = reports_yaml((DCP_MAX_ID, URL, "DCP   fails\non 8 GPUs", QUOTE),
+                        (DCP_MAX_ID, URL.replace("12345", "99"), "Second", QUOTE))
+    reports, problems = load(tmp_path, {"dcp.yaml": text})
+    assert problems == []
+    assert [(r.url, r.title, r.path, r.line) for r in reports] == [
+        (URL, "DCP fails on 8 GPUs", "errors/reports/dcp.yaml", 2),  # white space folded
+        (URL.replace("12345", "99"), "Second", "errors/reports/dcp.yaml", 6)]
+    assert reports[0].quote == QUOTE and reports[0].to_json() == {"url": URL, "title": "DCP fails on 8 GPUs"}
+
+
+@pytest.mark.parametrize("text, expected", [
+    (reports_yaml(("XYZ", URL, "t", "q")), ["errors/reports/bad.yaml:2: id must be 16 lowercase hex characters (got 'XYZ')"]),
+    (reports_yaml((DCP_MAX_ID, "https://evil.example/x\"><script>", "t", "q")),
+     ["errors/reports/bad.yaml:3: reports.0.url must be a GitHub issue or PR URL (https://github.com/OWNER/REPO/issues/N "
+      "or /pull/N), got 'https://evil.example/x\"><script>'"]),
+    (reports_yaml((DCP_MAX_ID, URL, "x" * 301, "q")), ["errors/reports/bad.yaml:4: reports.0.title is longer than 300 characters"]),
+    (reports_yaml((DCP_MAX_ID, URL, "t", "q")) + "    colour: red\n", ["errors/reports/bad.yaml:6: unknown key 'colour' in reports.0"]),
+    (f"reports:\n  - id: {DCP_MAX_ID}\n    url: {URL}\n    title: t\n", ["errors/reports/bad.yaml:2: missing field 'quote' in reports.0"]),
+    ("- just a list\n", ["errors/reports/bad.yaml:1: the entry must be a mapping (got a list)"]),
+    ("reports: [\n", ["errors/reports/bad.yaml:2: not valid YAML: expected the node content, but found '<stream end>'"]),
+])
+def test_every_report_file_problem_is_located_and_the_file_left_out(tmp_path: Path, text: str, expected: list[str]) -> None:
+    reports, problems = load(tmp_path, {"bad.yaml": text})
+    assert problems == expected and reports == []
+
+
+def test_a_report_listed_twice_is_located(tmp_path: Path) -> None:
+    one = reports_yaml((DCP_MAX_ID, URL, "t", QUOTE))
+    reports, problems = load(tmp_path, {"a.yaml": one, "b.yaml": one})
+    assert problems == [f"errors/reports/b.yaml:2: report {URL} of {DCP_MAX_ID} is listed twice: also at "
+                        "errors/reports/a.yaml:2"]
+    assert [r.path for r in reports] == ["errors/reports/a.yaml"]
+
+
+def test_a_quote_is_the_message_with_or_without_its_class_cut_off_after_a_value() -> None:
+    assert quotes_template(DCP_MAX_TEMPLATE, QUOTE)
+    assert quotes_template(DCP_MAX_TEMPLATE, QUOTE.removeprefix("ValueError: "))
+    assert quotes_template(DCP_MAX_TEMPLATE, "(EngineCore pid=1) " + QUOTE)  # inside a longer line
+    assert quotes_template(DCP_MAX_TEMPLATE, QUOTE.rsplit(" and ", 1)[0])  # cut off after the TP size
+    assert not quotes_template(DCP_MAX_TEMPLATE, "`--decode-context-parallel-size` (4) exceeds")  # too little kept
+    assert not quotes_template(DCP_MAX_TEMPLATE, QUOTE.replace("exceeds", "is below"))
+    assert not quotes_template("{e}", "anything at all")  # a template of no words is nobody's quote
+
+
+def merged_with(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    folder = write_entries(tmp_path / "errors", {})
+    write_entries(folder / "reports", {"r.yaml": text})
+    loaded = load_entries(folder)
+    assert loaded.problems == ()
+    return scan, merge(scan, loaded.entries, reports=loaded.reports)
+
+
+def test_the_merge_attaches_reports_whose_quote_is_the_message_and_locates_the_others(tmp_path: Path) -> None:
+    text = reports_yaml((DCP_MAX_ID, URL, "DCP size 4 rejected", QUOTE),
+                        (DCP_MAX_ID, URL.replace("12345", "7"), "Wrong quote", "ValueError: something else entirely"),
+                        ("0123456789abcdef", URL, "Orphan", QUOTE))
+    _, merged = merged_with(tmp_path, text)
+    record = next(r for r in merged.records if r.id == DCP_MAX_ID)
+    assert [r.title for r in record.reports] == ["DCP size 4 rejected"]
+    assert [(p.kind, str(p)) for p in merged.problems] == [
+        ("orphan", f"errors/reports/r.yaml:10: report {URL}: id 0123456789abcdef is not raised in 0.1.0"),
+        ("report", f"errors/reports/r.yaml:6: report {URL.replace('12345', '7')}: its quote is not the message of "
+                   f"{DCP_MAX_ID} ({DCP_MAX_TEMPLATE[:120]!r})")]
+    assert sum(len(r.reports) for r in merged.records) == 1
+
+
+def test_a_report_for_an_older_id_follows_its_alias(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    old = Report("0123456789abcdef", URL, "Old wording", QUOTE, "errors/reports/r.yaml", 2)
+    merged = merge(scan, [], aliases={"0123456789abcdef": (DCP_MAX_ID, "edited", "0.1.0")}, reports=[old])
+    assert merged.problems == () and next(r for r in merged.records if r.id == DCP_MAX_ID).reports == (old,)
+
+
+def test_at_most_max_reports_per_error_the_first_by_url(tmp_path: Path) -> None:
+    many = [(DCP_MAX_ID, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE) for n in range(10, 10 + MAX_REPORTS + 3)]
+    _, merged = merged_with(tmp_path, reports_yaml(*many))
+    record = next(r for r in merged.records if r.id == DCP_MAX_ID)
+    assert [r.url for r in record.reports] == sorted(u for _, u, _, _ in many)[:MAX_REPORTS]
+
+
+EVIL_TITLE = 'DCP <script>alert(1)</script> & `code` [x](javascript:alert(1)) *crash*'
+
+
+def test_the_page_record_markdown_and_search_show_a_report_escaped(tmp_path: Path) -> None:
+    scan, merged = merged_with(tmp_path, reports_yaml((DCP_MAX_ID, URL, EVIL_TITLE + " zebrafish", QUOTE)))
+    out = tmp_path / "site"
+    build_site(scan, BuildOptions(out, jobs=1), list(merged.records))
+    page = (out / "errors" / DCP_MAX_ID / "index.html").read_text(encoding="utf-8")
+    assert '<h3 id="reports">Public reports</h3>' in page
+    assert (f'<li><a href="{URL}">DCP &lt;script&gt;alert(1)&lt;/script&gt; &amp; `code` [x](javascript:alert(1)) '
+            f'*crash* zebrafish</a> <small>vllm-project/vllm/issues/12345</small></li>') in page
+    assert "<script>alert" not in page
+    record = json.loads((out / "api" / "errors" / DCP_MAX_ID).read_text(encoding="utf-8"))
+    assert record["kb"]["reports"] == [{"url": URL, "title": EVIL_TITLE + " zebrafish"}]
+    other = next(p for p in (out / "api" / "errors").iterdir() if p.name not in (DCP_MAX_ID, "index.json", "index.html"))
+    assert json.loads(other.read_text(encoding="utf-8"))["kb"]["reports"] == []
+    # the word only the report's title holds finds the error
+    assert load_search_index(out / "api" / "search-index.json").words("zebrafish", 3)[0].id == DCP_MAX_ID
+    record_obj = next(r for r in merged.records if r.id == DCP_MAX_ID)
+    info = SiteInfo(scan.tree)
+    md = error_markdown(error_view(record_obj, info, []), info, {record_obj.id: record_obj.title}, "../")
+    line = next(x for x in md.splitlines() if URL in x)
+    assert line.startswith("- [DCP &lt;script&gt;alert\\(1\\)&lt;/script&gt; &amp; \\`code\\` \\[x\\]\\(javascript:alert\\(1\\)\\) "
+                           "\\*crash\\* zebrafish](<" + URL + ">)")
