@@ -180,9 +180,11 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
     if len(scans) > 1:
         history = history or build_history(scans)
         merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases,
-                       nearest=warn is not None, reports=loaded.reports)
+                       nearest=warn is not None, reports=loaded.reports,
+                       wordings=release_wordings(scans, history) if loaded.reports else ())
     else:
-        merged = merge(newest, loaded.entries, nearest=warn is not None, reports=loaded.reports)
+        merged = merge(newest, loaded.entries, nearest=warn is not None, reports=loaded.reports,
+                       wordings=release_wordings(scans) if loaded.reports else ())
     if warn:
         for p in loaded.problems:
             warn(f"skipped: {p}")
@@ -297,7 +299,8 @@ def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache:
     from kb.search.index import search_index_json
 
     result = result or scan_release(spec, use_cache=use_cache)
-    path = _compiled_path("search-index", result, errors)
+    # the older wordings decide which public reports attach (their titles are indexed)
+    path = _compiled_path("search-index", result, errors, repr(release_wordings([("", result)])))
     if not path.exists():
         merged = curated_records([("", result)], errors)
         records = attach_set_by(merged.records, result.config, jobs if jobs is not None else (os.cpu_count() or 1))

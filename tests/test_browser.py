@@ -90,7 +90,33 @@ def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
 WORD_QUERIES = ["tensor parallel size", "tp heads", "dcp", "kv heads divisible", "max model len", "LoRA",
                 "quant", "oom memory", "bf16", "attention heads tp", "query heads per kv head", "the a of",
                 "--decode-context-parallel-size", "ＴＰ", "zzzz", "evil script", "max_model_len too small",
-                "ValueError model.py"]
+                "ValueError model.py", "constructor", "__proto__ toString", "try ray key deploy array"]
+
+
+def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> None:
+    """The index is built with kb's stemmer and read by lunr.js's: they agree on every word of
+    the fixture's index and on the words lunr.py's own stemmer gets wrong; scores are rounded
+    alike (a half goes up)."""
+    import json
+    import random
+    import urllib.request
+
+    from kb.search.query import score6
+    from kb.search.stem import stem_word
+
+    data = json.loads(urllib.request.urlopen(base_url + "/api/search-index.json").read())
+    words = sorted({w for title in data["docs"] for w in title[1].lower().split() if w.isalpha()}
+                   | {"ray", "key", "try", "deploy", "array", "always", "why", "may", "lay", "by", "eed", "feed",
+                      "agreed", "happy", "sky", "enjoy", "flying", "dying", "cry", "syzygy"})
+    page = browser.new_page()
+    page.goto(base_url + "/search/")
+    page.wait_for_function("window.lunr !== undefined")
+    js = page.evaluate("(ws) => ws.map((w) => lunr.stemmer(new lunr.Token(w)).toString())", words)
+    assert js == [stem_word(w) for w in words]
+    rng = random.Random(7)
+    xs = [round(rng.uniform(0, 80), 3) * share for share in (1 / 16, 1 / 4, 9 / 16, 1 / 9, 4 / 9) for _ in range(400)]
+    assert page.evaluate("(xs) => xs.map((x) => Math.round(x * 1e6) / 1e6)", xs) == [score6(x) for x in xs]
+    page.close()
 
 
 def test_the_search_box_ranks_words_as_kb_search_does(base_url: str, browser) -> None:

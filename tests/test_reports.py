@@ -5,6 +5,7 @@ read by the word search."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ from entryhelpers import DCP_MAX, DCP_MAX_FILE, DCP_MAX_ID, DCP_MAX_TEMPLATE, wr
 from kb.entries.load import load_entries
 from kb.explain.match import quotes_template
 from kb.mkdocs.pages import error_markdown
-from kb.model import Report
+from kb.model import Report, Wording
 from kb.records.merge import merge
 from kb.records.reports import MAX_REPORTS
+from kb.search.index import boost
 from kb.search.query import load_search_index
 from kb.site.build import BuildOptions, build_site
 from kb.site.views import SiteInfo, error_view
@@ -104,7 +106,7 @@ def test_the_merge_attaches_reports_whose_quote_is_the_message_and_locates_the_o
     assert [(p.kind, str(p)) for p in merged.problems] == [
         ("orphan", f"errors/reports/r.yaml:10: report {URL}: id 0123456789abcdef is not raised in 0.1.0"),
         ("report", f"errors/reports/r.yaml:6: report {URL.replace('12345', '7')}: its quote is not the message of "
-                   f"{DCP_MAX_ID} ({DCP_MAX_TEMPLATE[:120]!r})")]
+                   f"{DCP_MAX_ID} ({DCP_MAX_TEMPLATE[:120]!r}) nor an older wording of it")]
     assert sum(len(r.reports) for r in merged.records) == 1
 
 
@@ -113,6 +115,20 @@ def test_a_report_for_an_older_id_follows_its_alias(tmp_path: Path) -> None:
     old = Report("0123456789abcdef", URL, "Old wording", QUOTE, "errors/reports/r.yaml", 2)
     merged = merge(scan, [], aliases={"0123456789abcdef": (DCP_MAX_ID, "edited", "0.1.0")}, reports=[old])
     assert merged.problems == () and next(r for r in merged.records if r.id == DCP_MAX_ID).reports == (old,)
+
+
+def test_a_report_quoting_an_older_wording_counts_for_the_current_error(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    old_quote = "ValueError: DCP size (4) is too large for TP (8)."
+    old = Wording("0123456789abcdef", "DCP size ({dcp}) is too large for TP ({tp}).", DCP_MAX_FILE, 9, "f", "ValueError",
+                  "0.0.1", "0.0.9", DCP_MAX_ID, "0.1.0", DCP_MAX_ID)
+    written_for_current = Report(DCP_MAX_ID, URL, "Old DCP message", old_quote, "errors/reports/r.yaml", 2)
+    written_for_old = replace(written_for_current, id="0123456789abcdef", url=URL + "0", line=6)
+    merged = merge(scan, [], reports=[written_for_current, written_for_old], wordings=[old])
+    assert merged.problems == ()
+    assert [r.url for r in next(r for r in merged.records if r.id == DCP_MAX_ID).reports] == [URL, URL + "0"]
+    alone = merge(scan, [], reports=[written_for_current])  # without the history the old words are no quote
+    assert [p.kind for p in alone.problems] == ["report"] and "nor an older wording" in str(alone.problems[0])
 
 
 def test_at_most_max_reports_per_error_the_first_by_url(tmp_path: Path) -> None:
@@ -143,6 +159,51 @@ def test_the_page_record_markdown_and_search_show_a_report_escaped(tmp_path: Pat
     record_obj = next(r for r in merged.records if r.id == DCP_MAX_ID)
     info = SiteInfo(scan.tree)
     md = error_markdown(error_view(record_obj, info, []), info, {record_obj.id: record_obj.title}, "../")
-    line = next(x for x in md.splitlines() if URL in x)
-    assert line.startswith("- [DCP &lt;script&gt;alert\\(1\\)&lt;/script&gt; &amp; \\`code\\` \\[x\\]\\(javascript:alert\\(1\\)\\) "
-                           "\\*crash\\* zebrafish](<" + URL + ">)")
+    line = next(x for x in md.splitlines() if URL in x)  # one line of HTML: no extension's markup
+    assert line == (f'<ul class="kb-reports"><li><a href="{URL}">DCP &lt;script&gt;alert(1)&lt;/script&gt; &amp; `code` '
+                    f'[x](javascript:alert(1)) *crash* zebrafish</a> <small>vllm-project/vllm/issues/12345</small></li></ul>')
+
+
+def test_each_report_raises_an_error_in_search_curated_or_not(tmp_path: Path) -> None:
+    two = [(DCP_MAX_ID, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE) for n in (1, 2)]
+    _, merged = merged_with(tmp_path, reports_yaml(*two))
+    record = next(r for r in merged.records if r.id == DCP_MAX_ID)
+    assert boost(record) == pytest.approx(1.2) and boost(replace(record, reports=())) == 1.0
+
+
+def test_reports_are_kept_by_repository_and_number_and_one_url_once_per_error(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    old = Wording("0123456789abcdef", DCP_MAX_TEMPLATE, "vllm/old.py", 9, "f", "ValueError", "0.0.1", "0.0.9",
+                  DCP_MAX_ID, "0.1.0", DCP_MAX_ID)
+    mk = lambda n, ident=DCP_MAX_ID, line=2: Report(ident, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE,  # noqa: E731
+                                                    "errors/reports/r.yaml", line)
+    merged = merge(scan, [], reports=[mk(100), mk(99), mk(99, "0123456789abcdef", 9)], wordings=[old])
+    assert [r.url.rsplit("/", 1)[1] for r in next(r for r in merged.records if r.id == DCP_MAX_ID).reports] == ["99", "100"]
+    assert [str(p) for p in merged.problems] == [
+        f"errors/reports/r.yaml:9: report https://github.com/o/r/issues/99 is listed twice for {DCP_MAX_ID}: also at "
+        f"errors/reports/r.yaml:2 (as {DCP_MAX_ID})"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    (reports_yaml((DCP_MAX_ID, URL, "   ", QUOTE)), ["errors/reports/bad.yaml:4: reports.0.title is empty"]),
+    (reports_yaml((DCP_MAX_ID, json.dumps(URL + "\n"), "t", QUOTE)),
+     ["errors/reports/bad.yaml:3: reports.0: the id and the URL must be written alone, without white space or a final "
+      "newline"]),
+    (reports_yaml((DCP_MAX_ID, "https://github.com/../../issues/3", "t", QUOTE)),
+     ["errors/reports/bad.yaml:3: reports.0: the id and the URL must be written alone, without white space or a final "
+      "newline"]),
+    (reports_yaml((DCP_MAX_ID, URL, "sur \\ud800 x", QUOTE)).replace('"sur \\\\ud800 x"', '"sur \\ud800 x"'),
+     ["errors/reports/bad.yaml:4: a lone surrogate (\\ud800) is not text: write the character"]),
+])
+def test_what_the_schema_lets_through_is_located_too(tmp_path: Path, text: str, expected: list[str]) -> None:
+    reports, problems = load(tmp_path, {"bad.yaml": text})
+    assert problems == expected and reports == []
+
+
+def test_a_template_with_too_little_text_cannot_be_quoted(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {"vllm/short.py": 'def f(x):\n    raise ValueError(f"Bad {x}")\n'})
+    ident = next(s.id for s in scan.sites if s.template == "Bad {x}")
+    merged = merge(scan, [], reports=[Report(ident, URL, "t", "ValueError: Bad dtype", "errors/reports/r.yaml", 2)])
+    assert [p.kind for p in merged.problems] == ["report"] and "too little text" in str(merged.problems[0])
+    assert not quotes_template("Bad {x}", "Bad thing") and not quotes_template("{a}{b}", "x y")
+    assert quotes_template("Unsupported {x}", "Unsupported thing")  # 11 characters of its own: enough

@@ -113,3 +113,15 @@ def test_coordination_is_the_squared_share_of_the_query_words_a_document_holds()
     assert coordination(["unsupportedness"], forms, 3) == 1 / 9  # through the prefix
     assert coordination(["cach"], forms, 3) == 4 / 9  # a shorthand's word counts for each word it stands for
     assert coordination(["other"], forms, 3) == 0.0
+
+
+def test_an_older_wording_of_a_removed_error_gives_way_to_an_equal_one_with_a_page() -> None:
+    from kb.explain.match import Found, Match
+    from kb.search.query import _with_page
+
+    removed = Match({"id": "a" * 16, "older": True, "page": None, "current": None}, "exact", 40.0)
+    still = Match({"id": "b" * 16, "older": True, "page": "c" * 16, "current": "c" * 16}, "exact", 40.0)
+    weaker = Match({"id": "d" * 16}, "exact", 20.0)
+    assert _with_page(Found(1, "m", removed, (weaker, still))) == (still, "c" * 16)
+    assert _with_page(Found(1, "m", removed, (weaker,))) == (removed, "")  # no equal one: no page
+    assert _with_page(Found(1, "m", weaker, (still,))) == (weaker, "d" * 16)

@@ -15,10 +15,10 @@ from kb.search.score import load_queries, score
 pytestmark = pytest.mark.release
 QUERIES = Path(__file__).parent / "data" / "search_queries.yaml"
 HIT3 = 0.88  # measured 0.892 on 2026-12-02 (bench/search.py); the issue asks 0.90 of a held-out set
-# Held out: 120 more public reports in three batches, collected and labelled (from the message each
+# Held out: 167 more public reports in four batches, collected and labelled (from the message each
 # quotes) after the ranking was tuned, and never tuned on: what a user's words find today, not a target.
 HELD_OUT = Path(__file__).parent / "data" / "search_queries_heldout.yaml"
-HELD_OUT_HIT3 = 0.48  # measured 0.492 on 2026-12-02 (0.425 before coordination)
+HELD_OUT_HIT3 = 0.42  # measured 0.431 on 2026-12-02 (0.359 before coordination and public reports)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_hit_at_3_on_the_query_set(spec: SourceSpec) -> None:
 
 def test_the_held_out_set_is_real_and_labelled_with_errors_the_release_raises(spec: SourceSpec) -> None:
     held, tuned = load_queries(HELD_OUT), load_queries(QUERIES)
-    assert len(held) >= 120 and all(q.source.startswith("https://github.com/") for q in held)
+    assert len(held) >= 167 and all(q.source.startswith("https://github.com/") for q in held)
     assert not {q.source for q in held} & {q.source for q in tuned}  # no report in both sets
     ids = {s.id for s in scan_release(spec).sites}
     assert all(q.accept and set(q.accept) <= ids for q in held), [q.text for q in held if not set(q.accept) <= ids]

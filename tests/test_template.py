@@ -105,4 +105,9 @@ def test_placeholders_are_balanced_braces(template: str, parts: list[str], names
 
 
 def test_placeholder_spans_take_linear_time_on_hostile_braces() -> None:
+    import time
+
+    start = time.monotonic()
     assert placeholder_spans("{" * 200_000 + "x") == [] and len(placeholder_spans("{}" * 100_000)) == 100_000
+    assert placeholder_spans("{a" * 50_000 + "}" * 50_000) == [(0, 150_000)]
+    assert time.monotonic() - start < 30  # a generous bound: one pass takes milliseconds, a quadratic one hours

@@ -45,6 +45,9 @@ MIN_EXPLANATION = 200  # characters of a family's explanation, as of an entry's 
 _MARKDOWN_FIELDS = ("meaning", "trigger")
 _MARKDOWN_LISTS = ("solutions", "prevention")
 _SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_ID = re.compile(r"[0-9a-f]{16}")
+_NAME = r"(?!\.\.?/)[\w.-]+"  # a GitHub owner or repository name; "." and ".." are none
+_FULL_URL = re.compile(rf"https://github\.com/{_NAME}/{_NAME}/(?:issues|pull)/[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,17 @@ def load_reports(path: Path, shown: str) -> tuple[list[Report], list[Located]]:
     if problems:
         return [], problems
     problems = _schema_problems(data, lines, shown, REPORT_SCHEMA_PATH)
+    if problems:
+        return [], problems
+    for i, r in enumerate(data["reports"]):  # what a schema pattern's `$` lets through (a final newline)
+        at = f"reports.{i}"
+        if not _FULL_URL.fullmatch(r["url"]) or not _ID.fullmatch(r["id"]):
+            problems.append(Located(shown, lines.get(f"{at}.url", 1), f"{at}: the id and the URL must be written "
+                                                                      "alone, without white space or a final newline"))
+        if not " ".join(r["title"].split()):
+            problems.append(Located(shown, lines.get(f"{at}.title", 1), f"{at}.title is empty"))
+        if not r["quote"].strip():
+            problems.append(Located(shown, lines.get(f"{at}.quote", 1), f"{at}.quote is empty"))
     if problems:
         return [], problems
     return [Report(r["id"], r["url"], " ".join(r["title"].split()), r["quote"].strip(), shown,

@@ -9,6 +9,7 @@ floats, booleans and null (a date is kept as the text written)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union, cast
 
@@ -18,6 +19,7 @@ MAX_DEPTH = 20  # nested lists and mappings; the deepest real entry has 5
 MAX_NUMBER = 100  # characters of a number (YAML 1.1's base-60 integers cost quadratic time)
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {"!"} | {_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map")}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TYPED = {_CORE + t for t in ("int", "float", "bool", "null")}  # anything else stays the text written
 
 
@@ -124,6 +126,9 @@ def _scalar(loader: yaml.SafeLoader, event: yaml.ScalarEvent, line: int) -> Any:
     if tag is None or tag == "!":
         tag = cast(Any, loader).resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in _TYPED:
+        surrogate = _SURROGATE.search(event.value)
+        if surrogate:  # "\ud800" in a double-quoted string: no character, it cannot be written out as UTF-8
+            raise YamlProblem(line, f"a lone surrogate (\\u{ord(surrogate.group()):04x}) is not text: write the character")
         return event.value
     text = event.value
     if tag in (_CORE + "int", _CORE + "float") and len(text) > MAX_NUMBER:

@@ -529,12 +529,19 @@ def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]
 MIN_QUOTED = 12  # literal characters a cut-off quote must keep, and at least half the template's
 
 
+def quotable(template: str) -> bool:
+    """Whether a quote can be told to be this template's message: it has words of its own, at
+    least MIN_LITERAL characters (`Unsupported {x}` is the start of too many lines)."""
+    parts, _ = literal_parts(template)
+    return matchable(parts) and sum(len(p.strip()) for p in parts) >= MIN_LITERAL
+
+
 def quotes_template(template: str, quote: str) -> bool:
     """Whether `quote` (a line a public report quotes, maybe after `ValueError: `, maybe cut off
     after one of the template's values) is this template's message. Linear time (`fit`)."""
-    parts, _ = literal_parts(template)
-    if not matchable(parts):
+    if not quotable(template):
         return False
+    parts, _ = literal_parts(template)
     text = normalize(quote.strip())
     texts = [text, EXCEPTION.sub("", text, count=1)]
     literal = sum(len(p) for p in parts)

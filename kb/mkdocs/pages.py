@@ -168,8 +168,12 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
         out.append("*Not curated yet.*")
     if r.reports:
         out += ["", "### Public reports", "", "GitHub issues and pull requests that quote this message, by their own titles:", ""]
-        out += [f"- [{md_text(rep.title)}](<{rep.url}>) ({md_text(rep.url.removeprefix('https://github.com/'))})"
-                for rep in r.reports]
+        # one line of HTML, as the situations' references: a title's `~~`, `==` or bare URL is no
+        # markup of any MkDocs extension there
+        items = "".join(f'<li><a href="{html.escape(rep.url)}">{html.escape(rep.title)}</a> '
+                        f'<small>{html.escape(rep.url.removeprefix("https://github.com/"))}</small></li>'
+                        for rep in r.reports)
+        out.append(_one_line_html(f'<ul class="kb-reports">{items}</ul>'))
     out += ["", "## Related errors", ""]
     out += [f"- [{md_text(pages[o.id])}]({o.id}.md)" for o in view.related if o.id in pages] or ["None with a page here."]
     if view.history:

@@ -11,6 +11,7 @@ from typing import Optional
 from kb.entries.load import load_entries
 from kb.model import ScanResult
 from kb.records.merge import Merged, merge
+from kb.releases.wording import for_release
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class LintReport:
 
 def lint(scan: ScanResult, folder: Path) -> LintReport:
     loaded = load_entries(folder)
-    merged = merge(scan, loaded.entries, reports=loaded.reports)
+    merged = merge(scan, loaded.entries, reports=loaded.reports,
+                   wordings=for_release(scan.tree.release) if loaded.reports else ())
     problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems]
     problems += [str(p) for p in merged.verification]
     checks = cases = fixes = 0

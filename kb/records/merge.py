@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kb.checks.verify import verify_records
 from kb.config.resolve import SetBy, SetByReader
-from kb.model import Entry, Located, RaiseSite, Record, Report, ScanResult
+from kb.model import Entry, Located, RaiseSite, Record, Report, ScanResult, Wording
 from kb.records.present import (
     related_ids,
     slug_base,
@@ -147,8 +147,9 @@ def _file_chunks(todo: Sequence[tuple[int, Record]], count: int) -> list[list[in
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,
           aliases: Optional[Mapping[str, tuple[str, str, str]]] = None, nearest: bool = True,
-          reports: Sequence[Report] = ()) -> Merged:
-    """Attach each entry and each public report to its record and verify the entry's check.
+          reports: Sequence[Report] = (), wordings: Sequence[Wording] = ()) -> Merged:
+    """Attach each entry and each public report (its quote checked against the template or one
+    of `wordings`, the older ones) to its record and verify the entry's check.
     With a release history, an entry written for an id that became an alias follows to the
     current id, marked stale until re-verified. `nearest`: name the nearest scanned template of
     an orphan (costly over a whole release; only worth it when the problems are shown)."""
@@ -187,7 +188,7 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
         related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
         by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     # an uncurated error links its nearest RELATED_UNCURATED: thousands of pages and records carry them
-    with_reports, found = attach_reports([by_id[r.id] for r in records], reports, release, aliases)
+    with_reports, found = attach_reports([by_id[r.id] for r in records], reports, release, aliases, wordings)
     problems += found
     merged = tuple(m if m.entry is not None else replace(m, related=m.related[:RELATED_UNCURATED])
                    for m in with_reports)

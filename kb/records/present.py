@@ -98,11 +98,14 @@ def title_of(template: str, exception_class: str, function: str) -> str:
 # A slug is a folder name (errors/<slug>/) and a file name (kb new's <slug>.yaml): words and the
 # whole are capped well below a file system's 255 bytes, suffixes included (vLLM's longest is 95).
 SLUG_WORD_MAX = 64
+# Slugs are published URLs: they keep the rule they were first made with, which takes the
+# innermost braces for a placeholder (`{f' since {reason}' if reason else ''}` leaves words in).
+_SLUG_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 SLUG_MAX = 120
 
 
 def slug_base(template: str, site: RaiseSite) -> str:
-    words = _WORD.findall(sub_placeholders(template, " ").lower())[:10]
+    words = _WORD.findall(_SLUG_PLACEHOLDER.sub(" ", template).lower())[:10]
     if not words:
         words = _WORD.findall(f"{site.exception_class} {site.fact.qualname}".lower().replace("_", " "))[:10]
     slug = _capped("-".join(w[:SLUG_WORD_MAX] for w in words)) or "error"

@@ -1,40 +1,67 @@
 """Public reports (errors/reports/*.yaml) on the records of the errors they quote.
 
 A report counts only where its quote is its error's message: the quote is matched against the
-record's template, the way `kb explain` matches a paste. A report written for an id that became
-an alias follows to the current id, as a curated entry does."""
+record's template, or an older wording of the same error (the releases' history: a report from
+before the message was edited quotes the old words), the way `kb explain` matches a paste. A
+report written for an older id follows to the current one, as a curated entry does."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from kb.explain.match import quotes_template
-from kb.model import Record, Report
+from kb.explain.match import quotable, quotes_template
+from kb.model import Record, Report, Wording
 from kb.records.merge import Problem
 
-MAX_REPORTS = 8  # shown per error, and read by search: the first ones by URL
+MAX_REPORTS = 8  # shown per error, and read by search: the first ones by repository and number
 
 
 def attach_reports(records: Sequence[Record], reports: Sequence[Report], release: str,
-                   aliases: Mapping[str, tuple[str, str, str]]) -> tuple[list[Record], list[Problem]]:
+                   aliases: Mapping[str, tuple[str, str, str]],
+                   wordings: Sequence[Wording] = ()) -> tuple[list[Record], list[Problem]]:
     by_id = {r.id: r for r in records}
+    # each older id -> the id raised now, or for a removed error the last one (its page's record)
+    later = {w.id: w.current or w.chain for w in wordings if (w.current or w.chain) not in ("", w.id)}
+    older: dict[str, list[str]] = {}
+    for w in wordings:
+        if w.id in later:
+            older.setdefault(later[w.id], []).append(w.template)
     found: dict[str, list[Report]] = {}
     problems: list[Problem] = []
     for rep in reports:
-        target = rep.id if rep.id in by_id or rep.id not in aliases else aliases[rep.id][0]
+        target = rep.id
+        if target not in by_id:
+            target = aliases[target][0] if target in aliases else later.get(target, target)
         record = by_id.get(target)
         if record is None:
             problems.append(Problem(rep.path, rep.line, f"report {rep.url}: id {rep.id} is not raised in {release}",
                                     "orphan"))
             continue
-        if not quotes_template(record.template, rep.quote):
+        wordings_of = [t for t in (record.template, *older.get(target, ())) if quotable(t)]
+        if not wordings_of:
+            problems.append(Problem(rep.path, rep.line, f"report {rep.url}: the message of {target} "
+                                                        f"({record.template[:120]!r}) has too little text of its own "
+                                                        "to tell a quote of it", "report"))
+            continue
+        if not any(quotes_template(t, rep.quote) for t in wordings_of):
             problems.append(Problem(rep.path, rep.line, f"report {rep.url}: its quote is not the message of {target} "
-                                                        f"({record.template[:120]!r})", "report"))
+                                                        f"({record.template[:120]!r}) nor an older wording of it",
+                                    "report"))
             continue
         mine = found.setdefault(target, [])
-        if all(r.url != rep.url for r in mine):
-            mine.append(rep)
-    out = [replace(r, reports=tuple(sorted(found[r.id], key=lambda x: x.url)[:MAX_REPORTS])) if r.id in found else r
+        twin = next((r for r in mine if r.url == rep.url), None)
+        if twin is not None:
+            problems.append(Problem(rep.path, rep.line, f"report {rep.url} is listed twice for {target}: also at "
+                                                        f"{twin.path}:{twin.line} (as {twin.id})", "report"))
+            continue
+        mine.append(rep)
+    out = [replace(r, reports=tuple(sorted(found[r.id], key=_url_order)[:MAX_REPORTS])) if r.id in found else r
            for r in records]
     return out, problems
+
+
+def _url_order(r: Report) -> tuple[str, str, int]:
+    """owner/repo, issues or pull, then the number as a number (issue 99 before issue 100)."""
+    head, kind, number = r.url.rsplit("/", 2)
+    return head.lower(), kind, int(number) if number.isdigit() else 0

@@ -27,17 +27,16 @@ SEARCH_FORMAT = "kb-search/1"
 # the same problem wrote), the curated prose and where in the source it is raised.
 FIELDS: tuple[tuple[str, int], ...] = (("title", 6), ("message", 3), ("names", 3), ("reports", 2), ("text", 1),
                                        ("code", 1))
-# A curated error is one users reach, and each public report its entry cites is one more user who
-# did: both raise it above an uncurated error of the same words.
+# A curated error is one users reach, and each public report that shows it (cited by its entry, or
+# in errors/reports/) is one more user who did: both raise it above an error of the same words.
 CURATED_BOOST = 1.3
 REPORT_BOOST = 0.1
 MAX_REPORTS = 8
 
 
 def boost(r: Record) -> float:
-    if r.entry is None:
-        return 1.0
-    return CURATED_BOOST + REPORT_BOOST * min(len(r.entry.references), MAX_REPORTS)
+    reports = {rep.url for rep in r.reports} | set(r.entry.references if r.entry is not None else ())
+    return (CURATED_BOOST if r.entry is not None else 1.0) + REPORT_BOOST * min(len(reports), MAX_REPORTS)
 
 
 def _title_words(r: Record) -> list[str]:
@@ -103,8 +102,11 @@ def search_index(records: Sequence[Record], release: str | None) -> dict[str, An
     """The index of the errors `records` raise (removed ones are left out), with what a reader
     needs to query it as kb does: the synonym table and the query settings."""
     from lunr.builder import Builder
-    from lunr.stemmer import stemmer
     from lunr.trimmer import trimmer
+
+    from kb.search.stem import register
+
+    stemmer = register()
 
     current = sorted((r for r in records if r.removed_since is None), key=lambda r: r.id)
     builder = Builder()

@@ -4,6 +4,7 @@ ranks them (search.js builds the same lunr query from the same clauses)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -13,7 +14,7 @@ from kb.search.index import SEARCH_FORMAT
 from kb.search.words import Clause, clauses
 
 if TYPE_CHECKING:
-    from kb.explain.match import Matcher
+    from kb.explain.match import Found, Match, Matcher
 
 MAX_LIMIT = 100
 
@@ -31,6 +32,10 @@ class SearchIndex:
 
     def __init__(self, data: dict[str, Any]) -> None:
         from lunr.index import Index
+
+        from kb.search.stem import register
+
+        register()  # the index's pipeline names lunr.js's stemmer
 
         self.release: Optional[str] = data.get("release")
         self.docs: list[tuple[str, str]] = [(d[0], d[1]) for d in data["docs"]]
@@ -53,10 +58,17 @@ class SearchIndex:
         found = self.index.query(q)
         words = max((n for c in parts for n in c.words), default=0) + 1
         forms = [(c, self.index.pipeline.run_string(c.term) if not c.prefix else [c.term]) for c in parts]
-        ranked = sorted(((round(float(m["score"]) * coordination(list(m["match_data"].metadata), forms, words), 6),
+        ranked = sorted(((score6(float(m["score"]) * coordination(list(m["match_data"].metadata), forms, words)),
                           self.docs[int(m["ref"])][0]) for m in found),
                         key=lambda x: (-x[0], x[1]))
         return [Hit(ident, score, self.titles[ident], "words") for score, ident in ranked[:limit] if score > 0]
+
+
+def score6(x: float) -> float:
+    """A score to 6 decimals as the browser rounds it (`Math.round(x * 1e6) / 1e6`: a half goes
+    up; Python's round() takes a half to the even digit, and coordination's quarters and
+    sixteenths make halves)."""
+    return math.floor(x * 1e6 + 0.5) / 1e6
 
 
 def coordination(matched: list[str], forms: list[tuple[Clause, list[str]]], words: int) -> float:
@@ -85,14 +97,29 @@ class Searcher:
 
         hits: list[Hit] = []
         for f in explain(query, self.matcher).found:  # an older wording leads to its successor's page
-            m = f.best
-            ident = str(m.entry.get("page") or "") if m.entry.get("older") else m.id
+            m, ident = _with_page(f)
             if ident and all(h.id != ident for h in hits):
                 hits.append(Hit(ident, float(m.score), self.words.titles.get(ident, str(m.entry["title"])), m.kind))
         for h in self.words.words(query, limit):
             if all(h.id != x.id for x in hits):
                 hits.append(h)
         return hits[:limit]
+
+
+def _page(m: Match) -> str:
+    return str(m.entry.get("page") or "") if m.entry.get("older") else m.id
+
+
+def _with_page(f: Found) -> tuple[Match, str]:
+    """The lookup's best match and the page it leads to. The words of an older wording raised in
+    two files, one since removed (no page in this build) and one still raised, match both
+    equally: the one with a page is the answer a list of pages can give."""
+    page = _page(f.best)
+    if not page:
+        for m in f.others:
+            if m.kind == f.best.kind and m.score == f.best.score and _page(m):
+                return m, _page(m)
+    return f.best, page
 
 
 def load_search_index(path: Path) -> SearchIndex:

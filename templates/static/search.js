@@ -497,7 +497,8 @@
     }
     queryWords(query, s).forEach(function (word, n) {
       add(word, 1.0, n, false);
-      (data.synonyms[word] || []).forEach(function (other) { add(other, s.synonymBoost, n, false); });
+      var means = Object.prototype.hasOwnProperty.call(data.synonyms, word) ? data.synonyms[word] : [];  // not "constructor"
+      means.forEach(function (other) { add(other, s.synonymBoost, n, false); });
       if (word.length >= s.prefixMin && !/^[0-9]+$/.test(word)) add(word, s.prefixBoost, n, true);
     });
     return order.map(function (o) { return {term: o[0], prefix: o[1], boost: best[o[2]], words: sources[o[2]]}; });
