@@ -179,9 +179,11 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
     newest = scans[-1][1]
     if len(scans) > 1:
         history = history or build_history(scans)
+        # reports quote wordings older than the oldest release built too: the shipped history has them
         merged = merge(newest, loaded.entries, history_records(scans, history), history.aliases,
                        nearest=warn is not None, reports=loaded.reports,
-                       wordings=release_wordings(scans, history) if loaded.reports else ())
+                       wordings=(*release_wordings(scans, history), *release_wordings(scans[-1:]))
+                       if loaded.reports else ())
     else:
         merged = merge(newest, loaded.entries, nearest=warn is not None, reports=loaded.reports,
                        wordings=release_wordings(scans) if loaded.reports else ())

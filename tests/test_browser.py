@@ -72,6 +72,32 @@ def test_paste_the_filled_message_lands_on_its_page(base_url: str, browser) -> N
     page.close()
 
 
+def test_a_paste_of_an_older_wording_lands_on_its_successors_page(tmp_path: Path, browser) -> None:
+    """The older id has no page in a build of one release: the search box goes to the page of
+    the error it became, as `kb search` does."""
+    from kb.model import Wording
+    from kb.records.merge import build_records
+    from kb.site.build import BuildOptions, build_site
+    from sitehelpers import fixture_scan
+
+    result = fixture_scan(tmp_path / "tree")
+    old = Wording("0ld0000000000c00", "KV heads per DCP rank ({n}) went wrong in an old release", "vllm/old.py", 3,
+                  "f", "ValueError", "0.0.1", "0.0.9", DCP, "0.1.0", DCP)
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), build_records(result), wordings=(old,))
+    srv = make_server(tmp_path / "site", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
+        page.fill("textarea#q", "ValueError: KV heads per DCP rank (3) went wrong in an old release")
+        page.click("text=Find this error")
+        page.wait_for_url(f"**/errors/{DCP}/", timeout=15000)
+        page.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
     page = browser.new_page()
     page.goto(base_url + "/search/")
@@ -90,7 +116,7 @@ def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
 WORD_QUERIES = ["tensor parallel size", "tp heads", "dcp", "kv heads divisible", "max model len", "LoRA",
                 "quant", "oom memory", "bf16", "attention heads tp", "query heads per kv head", "the a of",
                 "--decode-context-parallel-size", "ＴＰ", "zzzz", "evil script", "max_model_len too small",
-                "ValueError model.py", "constructor", "__proto__ toString", "try ray key deploy array"]
+                "ValueError model.py", "constructor", "try ray key deploy array", "🐛" * 1994 + " tensor parallel size"]
 
 
 def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> None:
@@ -107,7 +133,8 @@ def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> N
     data = json.loads(urllib.request.urlopen(base_url + "/api/search-index.json").read())
     words = sorted({w for title in data["docs"] for w in title[1].lower().split() if w.isalpha()}
                    | {"ray", "key", "try", "deploy", "array", "always", "why", "may", "lay", "by", "eed", "feed",
-                      "agreed", "happy", "sky", "enjoy", "flying", "dying", "cry", "syzygy"})
+                      "agreed", "happy", "sky", "enjoy", "flying", "dying", "cry", "syzygy", "ies", "sses", "eeds", "ties",
+                      "caresses", "ponies"})
     page = browser.new_page()
     page.goto(base_url + "/search/")
     page.wait_for_function("window.lunr !== undefined")

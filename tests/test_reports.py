@@ -131,11 +131,11 @@ def test_a_report_quoting_an_older_wording_counts_for_the_current_error(tmp_path
     assert [p.kind for p in alone.problems] == ["report"] and "nor an older wording" in str(alone.problems[0])
 
 
-def test_at_most_max_reports_per_error_the_first_by_url(tmp_path: Path) -> None:
-    many = [(DCP_MAX_ID, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE) for n in range(10, 10 + MAX_REPORTS + 3)]
+def test_at_most_max_reports_per_error_the_first_by_number(tmp_path: Path) -> None:
+    many = [(DCP_MAX_ID, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE) for n in range(95, 95 + MAX_REPORTS + 3)]
     _, merged = merged_with(tmp_path, reports_yaml(*many))
     record = next(r for r in merged.records if r.id == DCP_MAX_ID)
-    assert [r.url for r in record.reports] == sorted(u for _, u, _, _ in many)[:MAX_REPORTS]
+    assert [r.url for r in record.reports] == [u for _, u, _, _ in many][:MAX_REPORTS]  # 10, 11, ... by number
 
 
 EVIL_TITLE = 'DCP <script>alert(1)</script> & `code` [x](javascript:alert(1)) *crash*'
@@ -177,21 +177,32 @@ def test_reports_are_kept_by_repository_and_number_and_one_url_once_per_error(tm
                   DCP_MAX_ID, "0.1.0", DCP_MAX_ID)
     mk = lambda n, ident=DCP_MAX_ID, line=2: Report(ident, f"https://github.com/o/r/issues/{n}", f"t{n}", QUOTE,  # noqa: E731
                                                     "errors/reports/r.yaml", line)
-    merged = merge(scan, [], reports=[mk(100), mk(99), mk(99, "0123456789abcdef", 9)], wordings=[old])
-    assert [r.url.rsplit("/", 1)[1] for r in next(r for r in merged.records if r.id == DCP_MAX_ID).reports] == ["99", "100"]
+    pull = replace(mk(98), url="https://github.com/o/r/pull/98")
+    same_thread = replace(mk(100), url="https://github.com/O/R/pull/100", line=12)  # issue 100's thread
+    merged = merge(scan, [], reports=[mk(100), mk(99), pull, mk(99, "0123456789abcdef", 9), same_thread],
+                   wordings=[old])
+    assert [r.url.split("github.com/", 1)[1] for r in next(r for r in merged.records if r.id == DCP_MAX_ID).reports] \
+        == ["o/r/pull/98", "o/r/issues/99", "o/r/issues/100"]  # by number, issues and pull requests alike
     assert [str(p) for p in merged.problems] == [
         f"errors/reports/r.yaml:9: report https://github.com/o/r/issues/99 is listed twice for {DCP_MAX_ID}: also at "
+        f"errors/reports/r.yaml:2 (as {DCP_MAX_ID})",
+        f"errors/reports/r.yaml:12: report https://github.com/O/R/pull/100 is listed twice for {DCP_MAX_ID}: also at "
         f"errors/reports/r.yaml:2 (as {DCP_MAX_ID})"]
 
 
 @pytest.mark.parametrize("text, expected", [
     (reports_yaml((DCP_MAX_ID, URL, "   ", QUOTE)), ["errors/reports/bad.yaml:4: reports.0.title is empty"]),
     (reports_yaml((DCP_MAX_ID, json.dumps(URL + "\n"), "t", QUOTE)),
-     ["errors/reports/bad.yaml:3: reports.0: the id and the URL must be written alone, without white space or a final "
-      "newline"]),
+     ["errors/reports/bad.yaml:3: reports.0.url must be a GitHub issue or PR URL alone (no white space, no final "
+      "newline, no '.' or '..' for a name)"]),
     (reports_yaml((DCP_MAX_ID, "https://github.com/../../issues/3", "t", QUOTE)),
-     ["errors/reports/bad.yaml:3: reports.0: the id and the URL must be written alone, without white space or a final "
-      "newline"]),
+     ["errors/reports/bad.yaml:3: reports.0.url must be a GitHub issue or PR URL alone (no white space, no final "
+      "newline, no '.' or '..' for a name)"]),
+    (reports_yaml((json.dumps(DCP_MAX_ID + "\n"), URL, "t", QUOTE)),
+     ["errors/reports/bad.yaml:2: reports.0.id must be 16 lowercase hex characters alone, without white space or a "
+      "final newline"]),
+    (reports_yaml((DCP_MAX_ID, URL, "t", QUOTE)).replace('title: "t"', 'title: !!int ""'),
+     ["errors/reports/bad.yaml:4: cannot read '' as int: string index out of range"]),
     (reports_yaml((DCP_MAX_ID, URL, "sur \\ud800 x", QUOTE)).replace('"sur \\\\ud800 x"', '"sur \\ud800 x"'),
      ["errors/reports/bad.yaml:4: a lone surrogate (\\ud800) is not text: write the character"]),
 ])
@@ -207,3 +218,9 @@ def test_a_template_with_too_little_text_cannot_be_quoted(tmp_path: Path) -> Non
     assert [p.kind for p in merged.problems] == ["report"] and "too little text" in str(merged.problems[0])
     assert not quotes_template("Bad {x}", "Bad thing") and not quotes_template("{a}{b}", "x y")
     assert quotes_template("Unsupported {x}", "Unsupported thing")  # 11 characters of its own: enough
+
+
+def test_an_emoji_written_as_a_json_escape_is_the_character(tmp_path: Path) -> None:
+    reports, problems = load(tmp_path, {"r.yaml": reports_yaml((DCP_MAX_ID, URL, "crash \U0001f41b on start", QUOTE))})
+    assert '"crash \\ud83d\\udc1b on start"' in reports_yaml((DCP_MAX_ID, URL, "crash \U0001f41b on start", QUOTE))
+    assert problems == [] and reports[0].title == "crash \U0001f41b on start"

@@ -127,9 +127,13 @@ def load_reports(path: Path, shown: str) -> tuple[list[Report], list[Located]]:
         return [], problems
     for i, r in enumerate(data["reports"]):  # what a schema pattern's `$` lets through (a final newline)
         at = f"reports.{i}"
-        if not _FULL_URL.fullmatch(r["url"]) or not _ID.fullmatch(r["id"]):
-            problems.append(Located(shown, lines.get(f"{at}.url", 1), f"{at}: the id and the URL must be written "
-                                                                      "alone, without white space or a final newline"))
+        if not _ID.fullmatch(r["id"]):
+            problems.append(Located(shown, lines.get(f"{at}.id", 1), f"{at}.id must be 16 lowercase hex characters "
+                                                                     "alone, without white space or a final newline"))
+        if not _FULL_URL.fullmatch(r["url"]):
+            problems.append(Located(shown, lines.get(f"{at}.url", 1), f"{at}.url must be a GitHub issue or PR URL "
+                                                                      "alone (no white space, no final newline, no "
+                                                                      "'.' or '..' for a name)"))
         if not " ".join(r["title"].split()):
             problems.append(Located(shown, lines.get(f"{at}.title", 1), f"{at}.title is empty"))
         if not r["quote"].strip():

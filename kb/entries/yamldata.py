@@ -85,7 +85,7 @@ def _build(loader: yaml.SafeLoader) -> tuple[Any, dict[str, int]]:
         if parent is not None and isinstance(parent.value, dict) and parent.key is None:
             if not isinstance(event, yaml.ScalarEvent):
                 raise YamlProblem(line, "a key must be a plain name, not a list or a mapping")
-            key = str(event.value)
+            key = _text(str(event.value), line)
             if key in parent.keys:
                 raise YamlProblem(line, f"duplicate key {key!r}")
             parent.keys.add(key)
@@ -121,22 +121,32 @@ def _attach(stack: list[_Open], value: Any, root: Any) -> Any:
     return root
 
 
+def _text(value: str, line: int) -> str:
+    """A string as written; `"\\ud83d\\udc1b"` (JSON's way to write 🐛) is the one character. A lone
+    surrogate (`"\\ud800"`) is no character: it cannot be written out as UTF-8."""
+    if not _SURROGATE.search(value):
+        return value
+    try:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        lone = _SURROGATE.search(value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass"))
+        code = ord(lone.group()) if lone else 0xD800
+        raise YamlProblem(line, f"a lone surrogate (\\u{code:04x}) is not text: write the character") from None
+
+
 def _scalar(loader: yaml.SafeLoader, event: yaml.ScalarEvent, line: int) -> Any:
     tag = event.tag
     if tag is None or tag == "!":
         tag = cast(Any, loader).resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in _TYPED:
-        surrogate = _SURROGATE.search(event.value)
-        if surrogate:  # "\ud800" in a double-quoted string: no character, it cannot be written out as UTF-8
-            raise YamlProblem(line, f"a lone surrogate (\\u{ord(surrogate.group()):04x}) is not text: write the character")
-        return event.value
+        return _text(event.value, line)
     text = event.value
     if tag in (_CORE + "int", _CORE + "float") and len(text) > MAX_NUMBER:
         raise YamlProblem(line, f"number too long ({len(text)} characters; at most {MAX_NUMBER}): quote it if it is text")
     node = yaml.ScalarNode(tag, text, style=event.style)
     try:
         value = loader.construct_object(node, deep=True)
-    except (ValueError, ArithmeticError, yaml.YAMLError) as e:
+    except (ValueError, ArithmeticError, LookupError, yaml.YAMLError) as e:  # `!!int ""`: IndexError
         raise YamlProblem(line, f"cannot read {text[:40]!r} as {tag.removeprefix(_CORE)}: {e}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise YamlProblem(line, f"{text[:40]!r} is not a finite number")

@@ -531,7 +531,7 @@ MIN_QUOTED = 12  # literal characters a cut-off quote must keep, and at least ha
 
 def quotable(template: str) -> bool:
     """Whether a quote can be told to be this template's message: it has words of its own, at
-    least MIN_LITERAL characters (`Unsupported {x}` is the start of too many lines)."""
+    least MIN_LITERAL characters (`Bad {x}` is the start of too many lines)."""
     parts, _ = literal_parts(template)
     return matchable(parts) and sum(len(p.strip()) for p in parts) >= MIN_LITERAL
 

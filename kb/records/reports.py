@@ -21,8 +21,10 @@ def attach_reports(records: Sequence[Record], reports: Sequence[Report], release
                    aliases: Mapping[str, tuple[str, str, str]],
                    wordings: Sequence[Wording] = ()) -> tuple[list[Record], list[Problem]]:
     by_id = {r.id: r for r in records}
-    # each older id -> the id raised now, or for a removed error the last one (its page's record)
-    later = {w.id: w.current or w.chain for w in wordings if (w.current or w.chain) not in ("", w.id)}
+    # each older id -> the id raised now, or for a removed error the last one (its page's record);
+    # an id this release raises is no older wording, whatever the history says
+    later = {w.id: w.current or w.chain for w in wordings
+             if (w.current or w.chain) not in ("", w.id) and w.id not in by_id}
     older: dict[str, list[str]] = {}
     for w in wordings:
         if w.id in later:
@@ -38,7 +40,8 @@ def attach_reports(records: Sequence[Record], reports: Sequence[Report], release
             problems.append(Problem(rep.path, rep.line, f"report {rep.url}: id {rep.id} is not raised in {release}",
                                     "orphan"))
             continue
-        wordings_of = [t for t in (record.template, *older.get(target, ())) if quotable(t)]
+        parts = (p for s in record.sites for p in s.fact.parts)  # `{' '.join(errors)}`: the messages it joins
+        wordings_of = [t for t in dict.fromkeys((record.template, *parts, *older.get(target, ()))) if quotable(t)]
         if not wordings_of:
             problems.append(Problem(rep.path, rep.line, f"report {rep.url}: the message of {target} "
                                                         f"({record.template[:120]!r}) has too little text of its own "
@@ -50,18 +53,19 @@ def attach_reports(records: Sequence[Record], reports: Sequence[Report], release
                                     "report"))
             continue
         mine = found.setdefault(target, [])
-        twin = next((r for r in mine if r.url == rep.url), None)
+        twin = next((r for r in mine if thread(r.url) == thread(rep.url)), None)
         if twin is not None:
             problems.append(Problem(rep.path, rep.line, f"report {rep.url} is listed twice for {target}: also at "
                                                         f"{twin.path}:{twin.line} (as {twin.id})", "report"))
             continue
         mine.append(rep)
-    out = [replace(r, reports=tuple(sorted(found[r.id], key=_url_order)[:MAX_REPORTS])) if r.id in found else r
-           for r in records]
+    out = [replace(r, reports=tuple(sorted(found[r.id], key=lambda x: (thread(x.url), x.url))[:MAX_REPORTS]))
+           if r.id in found else r for r in records]
     return out, problems
 
 
-def _url_order(r: Report) -> tuple[str, str, int]:
-    """owner/repo, issues or pull, then the number as a number (issue 99 before issue 100)."""
-    head, kind, number = r.url.rsplit("/", 2)
-    return head.lower(), kind, int(number) if number.isdigit() else 0
+def thread(url: str) -> tuple[str, int]:
+    """The GitHub thread a URL names: owner/repo in any case and the number as a number (an issue
+    and a pull request share numbers: `/pull/7` is `/issues/7`; issue 99 comes before 100)."""
+    head, _, number = url.rsplit("/", 2)
+    return head.lower(), int(number) if number.isdigit() else 0

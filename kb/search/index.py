@@ -9,6 +9,7 @@ from typing import Any
 from kb.files import compact_json
 from kb.model import Record
 from kb.records.present import without_text
+from kb.records.reports import thread
 from kb.search.words import (
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
@@ -35,7 +36,8 @@ MAX_REPORTS = 8
 
 
 def boost(r: Record) -> float:
-    reports = {rep.url for rep in r.reports} | set(r.entry.references if r.entry is not None else ())
+    urls = [rep.url for rep in r.reports] + list(r.entry.references if r.entry is not None else ())
+    reports = {thread(u) for u in urls}  # one GitHub thread once, however its URL is written
     return (CURATED_BOOST if r.entry is not None else 1.0) + REPORT_BOOST * min(len(reports), MAX_REPORTS)
 
 

@@ -4,8 +4,10 @@ query with lunr.js's own stemmer, so the index must hold lunr.js's stems, not lu
 lunr.py's Porter stemmer departs from lunr.js's at one rule (its docstring says so): a final
 `y` becomes `i` when the stem holds another vowel in Python ("ray" -> "rai", "key" -> "kei",
 "try" stays), after a consonant that is not the first letter in lunr.js ("ray" stays, "try" ->
-"tri"); and the word "eed" alone. This stemmer is lunr.py's with lunr.js's rules; `tests/test_browser.py` compares the two
-on every word of the release's index."""
+"tri"); and words that are all suffix ("eed", "ies", "sses"). This stemmer is lunr.py's with lunr.js's rules: it
+agrees with lunr.js on the 27,036 words of 0.33.0's records and on millions of generated ones,
+but for a consonant, `yy` and `ed`/`ing` ("byyed"), which no vLLM text holds.
+`tests/test_browser.py` compares the two in the browser."""
 
 from __future__ import annotations
 
@@ -31,10 +33,12 @@ class _LunrJsPorter(PorterStemmer):  # type: ignore[misc]
 _PORTER = _LunrJsPorter()
 
 
+# lunr.js's suffix rules want a letter before the suffix: a word that is all suffix goes its own way
+_WHOLE_SUFFIX = {"eed": "e", "eeds": "e", "ies": "ie", "sses": "sse"}
+
+
 def stem_word(word: str) -> str:
-    if word == "eed":  # lunr.js's step 1b wants a letter before "eed": it takes "ed" off instead
-        return "e"
-    return str(_PORTER.stem(word))
+    return _WHOLE_SUFFIX.get(word) or str(_PORTER.stem(word))
 
 
 def stemmer(token: Any, i: Any = None, tokens: Any = None) -> Any:

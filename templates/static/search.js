@@ -481,7 +481,8 @@
   function queryTerms(text) { return text.normalize("NFKC").toLowerCase().match(/[a-z0-9]+/g) || []; }
   function queryWords(query, s) {  // as query_words(): each word once, in the order first met
     var seen = {};
-    return queryTerms(query.slice(0, s.maxChars)).slice(0, s.maxTerms).filter(function (w) {
+    var head = Array.from(query).slice(0, s.maxChars).join("");  // characters, as Python counts them
+    return queryTerms(head).slice(0, s.maxTerms).filter(function (w) {
       if (seen[" " + w]) return false;
       seen[" " + w] = true;
       return true;
@@ -599,7 +600,8 @@
     var main = r.found.filter(function (m) { return !m.other; });
     if (navigate && main.length === 1 && main[0].kind === "exact") {
       var rivals = r.found.filter(function (m) { return m.other && m.kind === main[0].kind && m.score === main[0].score; });
-      if (!rivals.length) { window.location.href = root + "errors/" + main[0].e.id + "/"; return; }
+      var page = main[0].e.older ? main[0].e.page : main[0].e.id;  // an older wording: its successor's page
+      if (!rivals.length && page) { window.location.href = root + "errors/" + page + "/"; return; }
     }
     if (!r.found.length && !wordIndex) {  // the word index is fetched when first needed
       statusEl.textContent = "Loading the word index…";
