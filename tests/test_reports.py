@@ -70,11 +70,14 @@ def test_every_report_file_problem_is_located_and_the_file_left_out(tmp_path: Pa
 
 
 def test_a_report_listed_twice_is_located(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
     one = reports_yaml((DCP_MAX_ID, URL, "t", QUOTE))
     reports, problems = load(tmp_path, {"a.yaml": one, "b.yaml": one})
-    assert problems == [f"errors/reports/b.yaml:2: report {URL} of {DCP_MAX_ID} is listed twice: also at "
-                        "errors/reports/a.yaml:2"]
-    assert [r.path for r in reports] == ["errors/reports/a.yaml"]
+    assert problems == [] and [r.path for r in reports] == ["errors/reports/a.yaml", "errors/reports/b.yaml"]
+    merged = merge(scan, [], reports=reports)
+    assert [str(p) for p in merged.problems] == [f"errors/reports/b.yaml:2: report {URL} is listed twice for "
+                                                 f"{DCP_MAX_ID}: also at errors/reports/a.yaml:2 (as {DCP_MAX_ID})"]
+    assert [r.path for r in next(r for r in merged.records if r.id == DCP_MAX_ID).reports] == ["errors/reports/a.yaml"]
 
 
 def test_a_quote_is_the_message_with_or_without_its_class_cut_off_after_a_value() -> None:

@@ -55,7 +55,7 @@ class Loaded:
     entries: tuple[Entry, ...]  # each member of a family carries it (Entry.family)
     problems: tuple[Located, ...]
     families: tuple[Family, ...] = ()
-    reports: tuple[Report, ...] = ()  # sorted by id, then URL
+    reports: tuple[Report, ...] = ()  # sorted by id, then URL, then where each is written
 
 
 @lru_cache(maxsize=2)
@@ -111,8 +111,9 @@ def _load_entries(folder: Path, paths: list[Path], family_paths: Sequence[Path] 
         found_reports, found = load_reports(path, f"{folder.name}/{REPORTS}/{path.name}")
         reports.extend(found_reports)
         problems.extend(found)
-    reports, found = _unique_reports(reports)
-    problems.extend(found)
+    # a report listed twice (or one GitHub thread under two URLs) is the merge's to locate: it
+    # follows older ids to the error each report lands on
+    reports.sort(key=lambda r: (r.id, r.url, r.path, r.line))
     return Loaded(tuple(entries), tuple(problems), tuple(families), tuple(reports))
 
 
@@ -142,18 +143,6 @@ def load_reports(path: Path, shown: str) -> tuple[list[Report], list[Located]]:
         return [], problems
     return [Report(r["id"], r["url"], " ".join(r["title"].split()), r["quote"].strip(), shown,
                    lines.get(f"reports.{i}", 1)) for i, r in enumerate(data["reports"])], []
-
-
-def _unique_reports(reports: Sequence[Report]) -> tuple[list[Report], list[Located]]:
-    """Each (id, URL) once, across all files: a second one is a located problem."""
-    seen: dict[tuple[str, str], Report] = {}
-    problems: list[Located] = []
-    for r in reports:
-        first = seen.setdefault((r.id, r.url), r)
-        if first is not r:
-            problems.append(Located(r.path, r.line, f"report {r.url} of {r.id} is listed twice: also at "
-                                                     f"{first.path}:{first.line}"))
-    return sorted(seen.values(), key=lambda r: (r.id, r.url)), problems
 
 
 def _families(folder: Path, paths: Sequence[Path], entries: dict[str, str]) -> tuple[list[Family], list[Located]]:
