@@ -49,6 +49,10 @@ def lora(model, rank, name, value):
     if rank == 6:
         raise ValueError(f"The {name} prompt (length {value}) is longer than the maximum model length of {model}. "
                          f"{rank}")
+    if rank == 7:
+        raise ValueError(f"{name} is not supported for quantization method {value}. Supported dtypes: {model}")
+    if rank == 8:
+        raise ValueError(f"{name} is not supported.")
 '''}
 LORA_TEMPLATE = ("Model {model} does not support LoRA, but LoRA is enabled. Support for this model may be added "
                  "in the future.")
@@ -101,4 +105,7 @@ LOOKUP_PASTES = [
     '[\\\\\'awq\\\\\', \\\\\'gptq_marlin\\\\\']\\"}}\'"}',
     "  File &quot;/x/vllm/config.py&quot;, line 1\nValueError: Unknown quantization method: gptq. Must be one of "
     "[&#39;awq&#39;].",
+    "ValueError: torch.bfloat16 is not supported for quantization method gptq",
+    "ValueError: [torch.float16, torch.bfloat16] is not supported for quantization method gptq. Suppor",
+    "loading failed: bf16 and fp16 is not supported for quantization method gptq",
 ]

@@ -291,6 +291,27 @@ def test_a_placeholder_at_the_start_does_not_take_the_text_before(lookup: Matche
     assert m.entry["parts"] == ["", " does not support LoRA"] and m.values == (("model", "MyModel"),)
 
 
+def test_a_message_beginning_with_a_value_and_cut_off(lookup: Matcher) -> None:
+    """A template that begins with a placeholder, cut off after a value or inside its text: the
+    long template it was cut from, not the short generic one found inside it."""
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[-3])
+    assert m.kind == "truncated" and m.entry["parts"][1] == " is not supported for quantization method "
+    assert m.values == (("name", "torch.bfloat16"), ("value", "gptq"))
+    m = _lookup_best(lookup, LOOKUP_PASTES[-2])  # a bracketed value, cut inside the text after the second
+    assert m.kind == "truncated" and m.values == (("name", "[torch.float16, torch.bfloat16]"), ("value", "gptq"))
+
+
+def test_a_cut_off_message_beginning_with_a_value_takes_one_value_only(lookup: Matcher) -> None:
+    """Log text before the value is not the value: the cut-off match needs the line to start
+    with it, so the text falls back to what is found inside it."""
+    from sitehelpers import LOOKUP_PASTES
+
+    m = _lookup_best(lookup, LOOKUP_PASTES[-1])
+    assert m.kind != "truncated" and all(" " not in v for _, v in m.values)
+
+
 def test_a_placeholder_at_the_end_takes_the_bracketed_value_only(lookup: Matcher) -> None:
     from sitehelpers import LOOKUP_PASTES
 

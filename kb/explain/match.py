@@ -109,6 +109,9 @@ class Matcher:
     # and those whose first part is shorter (tried on every message).
     by_start: dict[str, list[_Compiled]] = field(default_factory=dict)
     short_start: list[_Compiled] = field(default_factory=list)
+    # ... and those that begin with a placeholder, by the first _START characters of the literal
+    # part after it (looked for anywhere in the message: the value before it is not known).
+    by_lead: dict[str, list[_Compiled]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.index.get("format") != MATCH_FORMAT:
@@ -129,12 +132,15 @@ class Matcher:
                 self.by_word.setdefault("", []).append(c)  # no word: tried on every message
                 self.by_folded_word.setdefault("", []).append(c)
             self.word_sets.append(({w.lower() for w in c.words}, c))
-            first = c.entry["parts"][0]
+            parts = c.entry["parts"]
+            first = parts[0]
             if first and c.entry["literal"] >= MIN_LITERAL:
                 if len(first) >= _START:
                     self.by_start.setdefault(first[:_START], []).append(c)
                 else:
                     self.short_start.append(c)
+            elif len(parts) > 1 and len(parts[1]) >= _START and c.entry["literal"] >= MIN_LITERAL:
+                self.by_lead.setdefault(parts[1][:_START], []).append(c)
 
     def candidates(self, text: str, fold: bool = False) -> list[_Compiled]:
         """The templates whose rarest whole word the text holds (in lower case with `fold`, for a
@@ -179,9 +185,10 @@ class Matcher:
 
     def truncated(self, message: str, clues: Clues = NO_CLUES) -> list[Match]:
         """The message cut off at the end: it matches the start of a template (at least 24
-        literal characters of it). Templates that begin with a placeholder are not tried."""
+        literal characters of it). A template that begins with a placeholder matches when the
+        message begins with one value (a word or a bracketed value) and goes on with its text."""
         out = []
-        for c in self.by_start.get(message[:_START], []) + self.short_start:
+        for c in self.by_start.get(message[:_START], []) + self.short_start + self._lead_candidates(message):
             parts = c.entry["parts"]
             first = parts[0]
             if first.startswith(message):  # cut inside the first literal part
@@ -199,11 +206,22 @@ class Matcher:
                         at, cut = _cut_inside(groups[-1], parts[j])
                         groups[-1] = groups[-1][:at]
                         matched += cut
+                    if not first and (not groups[0].strip() or _lead_value(groups[0]) != groups[0].strip()):
+                        break  # the text before the first literal part is more than one value
                     if matched >= min(24, c.entry["literal"]):
                         values = tuple((n, v.strip()) for n, v in zip(c.entry["names"], groups) if v.strip())
                         out.append(Match(c.entry, "truncated", matched, values))
                     break
         return _rank(out, clues)[:5]
+
+    def _lead_candidates(self, message: str) -> list[_Compiled]:
+        """The templates beginning with a placeholder whose next literal part starts after the
+        value the message begins with (each once, in the order first met)."""
+        seen: dict[int, _Compiled] = {}
+        for i in range(1, min(_lead_end(message), len(message) - _START, _MAX_LEAD) + 1):
+            for c in self.by_lead.get(message[i:i + _START], ()):
+                seen.setdefault(id(c), c)
+        return list(seen.values())
 
     def similar(self, message: str, limit: int = 5) -> list[Match]:
         words = {w.lower() for w in _WORD.findall(message)}
@@ -465,6 +483,24 @@ def _lead_value(before: str) -> str:
             return before[len(before) - end:]
     word = before.rsplit(None, 1)[-1] if before.strip() else ""
     return word.strip(_EDGE)
+
+
+_SPACE = " \t\n\r\f\v"
+_MAX_LEAD = 4096  # characters of a value a cut-off message may begin with (a long list; not a whole log line)
+
+
+def _lead_end(message: str) -> int:
+    """How far the value a message begins with reaches, with the spaces after it: a bracketed
+    or quoted value, else a run of other characters than spaces (one value, as `_lead_value`
+    takes it; the literal text after it begins there at the latest)."""
+    end = 0
+    if message[:1] in _OPEN:
+        end = max(0, _bracketed(message, message[0], _OPEN[message[0]]))
+    while end < len(message) and message[end] not in _SPACE:
+        end += 1
+    while end < len(message) and message[end] in _SPACE:
+        end += 1
+    return end
 
 
 def _trail_value(after: str) -> str:

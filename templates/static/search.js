@@ -151,10 +151,10 @@
   // the word or bracketed value next to the literal text.
   var OPEN = {"[": "]", "(": ")", "{": "}", "'": "'", "\"": "\""}, CLOSE = {"]": "[", ")": "(", "}": "{", "'": "'", "\"": "\""};
   var EDGE = "`*'\".,;:()[]{} ";
-  function bracketed(text, opener, closer) {
+  function bracketed(text, opener, closer) {  // text: a string, or an array of its characters
     var depth = 0;
     for (var i = 0; i < text.length; i++) {
-      var ch = text.charAt(i);
+      var ch = text[i];
       if (ch === closer && (depth > 0 || opener === closer) && i > 0) { depth--; if (depth <= 0) return i + 1; }
       else if (ch === opener) depth++;
     }
@@ -243,13 +243,20 @@
     return low ? [tail.indexOf(literal.slice(0, low), 1), low] : [tail.length, 0];
   }
   var START = 8, byStart = null, shortStart = null;  // as kb explain: templates by their first 8 characters
+  var byLead = null;  // ... and those beginning with a placeholder, by the 8 characters of the part after it
   function startIndex() {
     if (byStart) return;
-    byStart = {}; shortStart = [];
+    byStart = {}; shortStart = []; byLead = {};
     index.entries.forEach(function (e) {
       var first = e.parts[0];
-      if (!e.matchable || e.literal < MIN_LITERAL || !first) return;
-      if (first.length >= START) {
+      if (!e.matchable || e.literal < MIN_LITERAL) return;
+      if (!first) {
+        var next = e.parts.length > 1 ? Array.from(e.parts[1]) : [];  // code points, as Python counts them
+        if (next.length >= START) {
+          var l = "\u0000" + next.slice(0, START).join("");
+          (byLead[l] = byLead[l] || []).push(e);
+        }
+      } else if (first.length >= START) {
         var k = "\u0000" + first.slice(0, START);
         (byStart[k] = byStart[k] || []).push(e);
       } else {
@@ -257,10 +264,27 @@
       }
     });
   }
+  var SPACE = " \t\n\r\f\v", MAX_LEAD = 4096;
+  function leadEnd(chars) {  // as kb explain: how far the value the message begins with reaches
+    var end = 0;
+    if (chars.length && OPEN[chars[0]] !== undefined) end = Math.max(0, bracketed(chars, chars[0], OPEN[chars[0]]));
+    while (end < chars.length && SPACE.indexOf(chars[end]) < 0) end++;
+    while (end < chars.length && SPACE.indexOf(chars[end]) >= 0) end++;
+    return end;
+  }
+  function leadCandidates(message) {  // as kb explain: each once, in the order first met
+    var chars = Array.from(message), out = [], seen = new Set();
+    for (var i = 1, last = Math.min(leadEnd(chars), chars.length - START, MAX_LEAD); i <= last; i++) {
+      (byLead["\u0000" + chars.slice(i, i + START).join("")] || []).forEach(function (e) {
+        if (!seen.has(e)) { seen.add(e); out.push(e); }
+      });
+    }
+    return out;
+  }
   function truncated(message, clues) {
     var out = [];
     startIndex();
-    (byStart["\u0000" + message.slice(0, START)] || []).concat(shortStart).forEach(function (e) {
+    (byStart["\u0000" + message.slice(0, START)] || []).concat(shortStart, leadCandidates(message)).forEach(function (e) {
       var parts = e.parts, first = parts[0];
       if (first.indexOf(message) === 0) {
         if (message.length >= 24) out.push({e: e, kind: "truncated", score: message.length, values: []});
@@ -277,6 +301,7 @@
           groups[groups.length - 1] = groups[groups.length - 1].slice(0, cut[0]);
           matched += cut[1];
         }
+        if (!first && (!groups[0].trim() || leadValue(groups[0]) !== groups[0].trim())) break;  // more than one value
         if (matched >= Math.min(24, e.literal)) {
           out.push({e: e, kind: "truncated", score: matched, values: values(e, [""].concat(groups), groups.length)});
         }
