@@ -1,5 +1,6 @@
 """hit@1, hit@3 and MRR of `kb search` on the labelled natural-language queries
-(tests/data/search_queries.yaml), against the pinned release, with the misses.
+(tests/data/search_queries.yaml, and the held-out real and typed sets beside it), against the
+pinned release, with the misses of the first.
 
     python bench/search.py [--json] [--errors DIR]
 """
@@ -18,6 +19,7 @@ from kb.search.score import load_queries, score
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "search_queries.yaml"
 HELD_OUT = DATA.with_name("search_queries_heldout.yaml")  # never tuned on
+TYPED = DATA.with_name("search_queries_typed.yaml")  # typed searches, held out too
 
 
 def main(argv: list[str]) -> int:
@@ -29,9 +31,10 @@ def main(argv: list[str]) -> int:
     result = score(queries, lambda q: [h.id for h in searcher.search(q, 10)])
     took = time.perf_counter() - start
     by_source: dict[str, list[float]] = {}
-    held = load_queries(HELD_OUT)
-    for kind in ("typed", "real", "held-out"):
-        chosen = held if kind == "held-out" else [q for q in queries if (q.source == "typed") == (kind == "typed")]
+    held, typed = load_queries(HELD_OUT), load_queries(TYPED)
+    for kind in ("typed", "real", "held-out", "typed-out"):
+        chosen = held if kind == "held-out" else typed if kind == "typed-out" else \
+            [q for q in queries if (q.source == "typed") == (kind == "typed")]
         if chosen:
             s = score(chosen, lambda q: [h.id for h in searcher.search(q, 10)])
             by_source[kind] = [s.n, s.hit1, s.hit3, s.mrr]
@@ -42,7 +45,7 @@ def main(argv: list[str]) -> int:
     print(f"{result.n} queries: hit@1 {result.hit1:.1%}  hit@3 {result.hit3:.1%}  MRR {result.mrr:.3f}  "
           f"({took / max(1, result.n) * 1000:.0f} ms per query)")
     for kind, (n, h1, h3, mrr) in by_source.items():
-        print(f"  {kind:8} {int(n):3}: hit@1 {h1:.1%}  hit@3 {h3:.1%}  MRR {mrr:.3f}")
+        print(f"  {kind:9} {int(n):3}: hit@1 {h1:.1%}  hit@3 {h3:.1%}  MRR {mrr:.3f}")
     for text, accept, got in result.misses:
         print(f"  miss: {text!r}  want {', '.join(accept)}  got {', '.join(got)}")
     return 0
