@@ -125,7 +125,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kb.explain.match import explanation_json, explanation_text
+    from kb.explain.match import MATCH_INDEX, explanation_json, explanation_text
     from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 
@@ -137,7 +137,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             _warn(f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB are read")
     else:
         raise UsageError("give the error text as an argument, or pipe it in: kb explain < server.log")
-    index = Path(args.index) if args.index else (Path(args.site) / "api" / "match-index.json" if args.site else None)
+    index = Path(args.index) if args.index else (Path(args.site) / MATCH_INDEX if args.site else None)
     ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
     _write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
     return 0 if ex.found else 1
@@ -386,7 +386,7 @@ def parser() -> argparse.ArgumentParser:
 
     x = sub.add_parser("explain", help="find the vLLM errors in a pasted message, traceback or log, with what to do")
     x.add_argument("text", nargs="?", help="the message or log (default: standard input)")
-    x.add_argument("--site", metavar="DIR", help="read the match index of a built site (DIR/api/match-index.json)")
+    x.add_argument("--site", metavar="DIR", help="read the match index of a built site (DIR/api/match-index.json.gz)")
     x.add_argument("--index", metavar="FILE", help="read this match index")
     x.add_argument("--json", action="store_true", help="print JSON")
     x.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
@@ -396,7 +396,7 @@ def parser() -> argparse.ArgumentParser:
     q = sub.add_parser("search", help="errors ranked by the words you type (as the site's search box ranks them)")
     q.add_argument("words", nargs="+", help="the words to look for (a pasted message goes to the exact lookup first)")
     q.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10, at most 100)")
-    q.add_argument("--site", metavar="DIR", help="read the indexes of a built site (DIR/api/search-index.json)")
+    q.add_argument("--site", metavar="DIR", help="read the indexes of a built site (DIR/api/search-index.json.gz)")
     q.add_argument("--json", action="store_true", help='print JSON: {"release", "results": [{"id", "score", "title", "url", "kind"}]}')
     q.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
     _release_options(q)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,38 @@ from typing import Any
 def compact_json(obj: Any) -> str:
     """Compact and deterministic (C encoder: indenting would be 8x slower over 4,000 records)."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzip_text(text: str) -> bytes:
+    """Deterministic gzip of UTF-8 text: no file name and no time in the header, so the same
+    text gives the same bytes."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", filename="", mtime=0, compresslevel=9) as f:
+        f.write(text.encode("utf-8"))
+    return buffer.getvalue()
+
+
+def read_text(path: Path, limit: int) -> str:
+    """A UTF-8 file, gzipped or not (told by its first bytes, not its name: a host may have
+    unpacked it already), at most `limit` bytes unpacked. Raises OSError (a file larger than
+    `limit`, a damaged gzip stream) or UnicodeDecodeError."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(0)
+        if head == GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=f, mode="rb") as z:
+                try:
+                    data = z.read(limit + 1)
+                except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+                    raise OSError(f"a damaged gzip stream ({e})") from None
+        else:
+            data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit // 2**20} MB")
+    return data.decode("utf-8")
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -277,7 +277,7 @@ def _compiled_path(kind: str, result: ScanResult, errors: Optional[Path], extra:
 
 def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True,
                     result: Optional[ScanResult] = None) -> Path:
-    """The match index the build writes for this release (api/match-index.json), compiled
+    """The match index the build writes for this release (api/match-index.json.gz), compiled
     once into the cache: `kb explain` reads the same file the site's search does."""
     from kb.explain.index import match_index_json
 
@@ -295,7 +295,7 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
 
 def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True,
                      jobs: Optional[int] = None, result: Optional[ScanResult] = None) -> Path:
-    """The search index the build writes for this release (api/search-index.json), compiled
+    """The search index the build writes for this release (api/search-index.json.gz), compiled
     once into the cache: `kb search` ranks with the same file the site's search box does."""
     from kb.records.merge import attach_set_by
     from kb.search.index import search_index_json
@@ -316,13 +316,12 @@ def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache:
 def searcher_for(spec: SourceSpec, site: Optional[Path] = None, errors: Optional[Path] = None,
                  use_cache: bool = True) -> Searcher:
     """What `kb search` ranks with, loaded once: the release's search index and match index
-    (the cached ones, or `site`'s api/search-index.json and api/match-index.json)."""
-    from kb.explain.match import Matcher, load_index
-    from kb.search.query import Searcher, load_search_index
+    (the cached ones, or `site`'s api/search-index.json.gz and api/match-index.json.gz)."""
+    from kb.explain.match import MATCH_INDEX, Matcher, load_index
+    from kb.search.query import SEARCH_INDEX, Searcher, load_search_index
 
     if site is not None:
-        return Searcher(load_search_index(site / "api" / "search-index.json"),
-                        Matcher(load_index(site / "api" / "match-index.json")))
+        return Searcher(load_search_index(site / SEARCH_INDEX), Matcher(load_index(site / MATCH_INDEX)))
     result = scan_release(spec, use_cache=use_cache)
     path = search_index_for(spec, errors, use_cache, result=result)
     try:

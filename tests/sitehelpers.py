@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from fixture_tree import tree_files, write_tree
 from kb.records.merge import build_records
@@ -14,6 +16,16 @@ def evil(x):
     if x == "<b>":
         raise ValueError(f"<script>alert('x')</script> bad {x} & more")
 '''
+
+
+def index_json(site: Path, name: str) -> Any:
+    """A built site's api/<name>.json.gz (the match or the search index), unpacked."""
+    return json.loads(gzip.decompress((site / "api" / f"{name}.json.gz").read_bytes()))
+
+
+def unpacked_json(data: bytes) -> Any:
+    """A fetched index: gzipped JSON."""
+    return json.loads(gzip.decompress(data))
 
 
 def fixture_scan(root: Path, extra: Optional[dict[str, str]] = None):

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from kb.site.serve import make_server
-from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture
+from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture, unpacked_json
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -130,7 +130,7 @@ def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> N
     from kb.search.query import score6
     from kb.search.stem import stem_word
 
-    data = json.loads(urllib.request.urlopen(base_url + "/api/search-index.json").read())
+    data = unpacked_json(urllib.request.urlopen(base_url + "/api/search-index.json.gz").read())
     words = sorted({w for title in data["docs"] for w in title[1].lower().split() if w.isalpha()}
                    | {"ray", "key", "try", "deploy", "array", "always", "why", "may", "lay", "by", "eed", "feed",
                       "agreed", "happy", "sky", "enjoy", "flying", "dying", "cry", "syzygy", "ies", "sses", "eeds", "ties",
@@ -154,7 +154,7 @@ def test_the_search_box_ranks_words_as_kb_search_does(base_url: str, browser) ->
 
     from kb.search.query import SearchIndex
 
-    python = SearchIndex(json.loads(urllib.request.urlopen(base_url + "/api/search-index.json").read()))
+    python = SearchIndex(unpacked_json(urllib.request.urlopen(base_url + "/api/search-index.json.gz").read()))
     page = browser.new_page()
     page.goto(base_url + "/search/")
     page.wait_for_function("window.kbSearch !== undefined")
@@ -294,7 +294,7 @@ def _agree(url: str, browser, texts: list[str]) -> None:
 
     from kb.explain.match import Matcher, explain
 
-    matcher = Matcher(json.loads(urllib.request.urlopen(url + "/api/match-index.json").read()))
+    matcher = Matcher(unpacked_json(urllib.request.urlopen(url + "/api/match-index.json.gz").read()))
     page = browser.new_page()
     page.goto(url + "/search/")
     page.wait_for_function("window.kbExplain !== undefined && document.getElementById('status').textContent === ''")

@@ -9,7 +9,7 @@ import pytest
 from kb.records.merge import build_records
 from kb.site.build import BuildOptions, build_site
 from kb.site.linkcheck import broken_links
-from sitehelpers import build_fixture, fixture_scan
+from sitehelpers import build_fixture, fixture_scan, index_json
 
 DCP = "d97d5d8528e2b364"
 RECORD_SCHEMA = json.loads((Path(__file__).parent.parent / "kb/schemas/record.schema.json").read_text())
@@ -132,7 +132,7 @@ def test_slugs_and_site_files(site: Path) -> None:
     assert 'fetch(root + "api/slugs.json")' in (site / "404.html").read_text()
     assert (site / "robots.txt").read_text() == "User-agent: *\nAllow: /\nSitemap: https://errors.example.org/sitemap.xml\n"
     assert f"<loc>https://errors.example.org/errors/{DCP}/</loc>" in (site / "sitemap.xml").read_text()
-    match = json.loads((site / "api/match-index.json").read_text())
+    match = index_json(site, "match-index")
     entry = next(e for e in match["entries"] if e["id"] == DCP)
     assert entry["parts"][0] == "The model's number of query heads per KV head (" and entry["names"] == [
         "num_q_per_kv", "decode_context_parallel_size"]

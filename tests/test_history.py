@@ -9,6 +9,7 @@ import pytest
 
 from conftest import make_git_repo
 from entryhelpers import MEANING, write_entries
+from sitehelpers import index_json
 from kb.cli import main
 from kb.scan.ids import error_id
 from kb.site.linkcheck import broken_links
@@ -86,6 +87,7 @@ def test_edited_and_moved_ids_become_aliases(built) -> None:
         alias = json.loads((site / f"api/errors/{old}").read_text())
         assert alias == {"id": old, "alias": True, "currentId": new, "currentUrl": f"/api/errors/{new}",
                          "page": f"/errors/{new}/", "reason": reason}
+        assert not (site / f"api/errors/{old}.json").exists()  # written once, as every record
         assert f'url=../../errors/{new}/"' in (site / f"errors/{old}/index.html").read_text()
         assert record(site, new)["kb"]["history"]["aliases"] == [old]
         assert [r["id"] for r in record(site, new)["kb"]["history"]["releases"]] == [old, new, new]
@@ -106,7 +108,7 @@ def test_removed_errors_keep_their_page(built) -> None:
     html = (site / f"errors/{GONE}/index.html").read_text()
     assert "No longer raised since vLLM v3." in html
     # The lookup still knows its wording, as an older one that no release raises now.
-    entries = [e for e in json.loads((site / "api/match-index.json").read_text())["entries"] if e["id"] == GONE]
+    entries = [e for e in index_json(site, "match-index")["entries"] if e["id"] == GONE]
     assert [(e["older"], e["current"]) for e in entries] == [(True, None)]
 
 
@@ -169,7 +171,7 @@ def test_the_lookup_knows_every_wording_of_every_release(built, capsys) -> None:
     releases that raised it and what became of it; the lookup ranks the release's own wording
     first and says what an older one reads now."""
     site, _ = built
-    index = json.loads((site / "api/match-index.json").read_text())
+    index = index_json(site, "match-index")
     by_id = {e["id"]: e for e in index["entries"]}
     assert by_id[ALPHA]["releases"] == ["v1", "v3"] and not by_id[ALPHA].get("older")
     edited = by_id[EDIT_OLD]

@@ -62,7 +62,7 @@ def test_curated_pages_nav_and_api(tmp_path: Path, explicit_nav: bool) -> None:
     for ident in (DCP_ID, DCP_MAX_ID, "f644a7c8e4fdc46c"):  # the API has every error
         record = json.loads((out / f"api/errors/{ident}").read_text())
         assert record["id"] == ident and not (out / f"api/errors/{ident}.json").exists()  # written once
-    assert (out / "api/match-index.json").is_file() and (out / "search/search_index.json").is_file()
+    assert (out / "api/match-index.json.gz").is_file() and (out / "search/search_index.json").is_file()
     config_doc = json.loads((out / "api/config.json").read_text())  # the configuration model, with its schema
     jsonschema.validate(config_doc, json.loads((out / "api/config.schema.json").read_text()))
     assert config_doc["release"] == "0.1.0"

@@ -158,7 +158,7 @@ def test_the_page_record_markdown_and_search_show_a_report_escaped(tmp_path: Pat
     other = next(p for p in (out / "api" / "errors").iterdir() if p.name not in (DCP_MAX_ID, "index.json", "index.html"))
     assert json.loads(other.read_text(encoding="utf-8"))["kb"]["reports"] == []
     # the word only the report's title holds finds the error
-    assert load_search_index(out / "api" / "search-index.json").words("zebrafish", 3)[0].id == DCP_MAX_ID
+    assert load_search_index(out / "api" / "search-index.json.gz").words("zebrafish", 3)[0].id == DCP_MAX_ID
     record_obj = next(r for r in merged.records if r.id == DCP_MAX_ID)
     info = SiteInfo(scan.tree)
     md = error_markdown(error_view(record_obj, info, []), info, {record_obj.id: record_obj.title}, "../")

@@ -12,7 +12,7 @@ from kb.cli import main
 from kb.search.index import FIELDS, document, search_index
 from kb.search.query import SearchIndex, coordination, load_search_index
 from kb.search.words import SYNONYMS, Clause, clauses, document_text, terms
-from sitehelpers import build_fixture
+from sitehelpers import build_fixture, index_json
 
 
 def test_words_are_runs_of_letters_and_digits_in_every_spelling() -> None:
@@ -44,17 +44,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_build_writes_the_index_of_every_current_error(site: Path) -> None:
-    data = json.loads((site / "api" / "search-index.json").read_text(encoding="utf-8"))
+    data = index_json(site, "search-index")
     ids = {e["id"] for e in json.loads((site / "api" / "errors" / "index.json").read_text())["errors"]
            if e["removedSince"] is None}
     assert {d[0] for d in data["docs"]} == ids and data["synonyms"]["tp"] == ["tensor", "parallel"]
     assert [f["fieldName"] if isinstance(f, dict) else f for f in data["index"]["fields"]] == [n for n, _ in FIELDS]
-    index = load_search_index(site / "api" / "search-index.json")
+    index = load_search_index(site / "api" / "search-index.json.gz")
     assert len(index.titles) == len(ids)
 
 
 def test_words_rank_the_error_whose_message_holds_them_first(site: Path) -> None:
-    index = load_search_index(site / "api" / "search-index.json")
+    index = load_search_index(site / "api" / "search-index.json.gz")
     hits = index.words("query heads per kv head decode context", 5)
     assert hits and hits[0].id == "d97d5d8528e2b364"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -84,7 +84,7 @@ def test_search_cli_refuses_bad_limits_and_damaged_indexes(site: Path, tmp_path:
     assert "--limit" in capsys.readouterr().err
     bad = tmp_path / "bad"
     (bad / "api").mkdir(parents=True)
-    (bad / "api" / "search-index.json").write_text('{"format": "kb-search/1", "docs": {}, "index": {}}')
+    (bad / "api" / "search-index.json.gz").write_text('{"format": "kb-search/1", "docs": {}, "index": {}}')
     assert main(["search", "--site", str(bad), "x"]) != 0
     err = capsys.readouterr().err
     assert "search-index.json" in err and "Traceback" not in err

@@ -20,7 +20,7 @@ from kb.records.merge import attach_set_by
 from kb.site.api import SiteInfo
 from kb.site.build import BuildOptions, build_site
 from kb.site.views import error_view, summary
-from sitehelpers import fixture_scan
+from sitehelpers import fixture_scan, index_json
 
 DCP = "d97d5d8528e2b364"
 REGENERATE = "outputs changed: if intended, run `pytest tests/test_snapshots.py --snapshot-update`"
@@ -47,7 +47,7 @@ def test_api_record(built, snapshot) -> None:
 
 def test_match_index(built, snapshot) -> None:
     _, _, site = built
-    assert json.loads((site / "api/match-index.json").read_text()) == snapshot, REGENERATE
+    assert index_json(site, "match-index") == snapshot, REGENERATE
 
 
 def test_mkdocs_page(built, snapshot) -> None:

@@ -1,6 +1,6 @@
 """The compiled match index: every template split into literal parts, for the site's
 paste-your-error search and for `kb explain`. One index, written by the build
-(`/api/match-index.json`), read by both, so they cannot disagree."""
+(`/api/match-index.json.gz`), read by both, so they cannot disagree."""
 
 from __future__ import annotations
 
@@ -166,5 +166,5 @@ def index_problem(index: object) -> str | None:
 
 
 def match_index_json(records: Sequence[Record], release: str | None, wordings: Sequence[Wording] = ()) -> str:
-    """The file `/api/match-index.json`, as the site, the MkDocs plugin and `kb explain` read it."""
+    """The file `/api/match-index.json.gz`, as the site, the MkDocs plugin and `kb explain` read it."""
     return compact_json(match_index(records, release, wordings))

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from kb.errors import KBError
 from kb.explain.index import MATCH_FORMAT, index_problem, literal_parts, matchable, normalize, unescaped
+from kb.files import read_text
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
@@ -804,6 +805,7 @@ def _with_closest(f: Found, matcher: Matcher) -> Found:
 
 
 MAX_INDEX_BYTES = 512 * 1024 * 1024  # the index of every published release is a few tens of MB
+MATCH_INDEX = "api/match-index.json.gz"  # in a built site; gzipped (0.33.0: 5.3 MB -> 1.0 MB), the browser unpacks it
 
 
 def load_index(path: Path) -> dict[str, Any]:
@@ -812,9 +814,7 @@ def load_index(path: Path) -> dict[str, Any]:
     try:
         if path.exists() and not path.is_file():
             raise KBError("not a match index: not a regular file", str(path))
-        if path.is_file() and path.stat().st_size > MAX_INDEX_BYTES:
-            raise KBError(f"not a match index: larger than {MAX_INDEX_BYTES // 2**20} MB", str(path))
-        index = json.loads(path.read_text(encoding="utf-8"))
+        index = json.loads(read_text(path, MAX_INDEX_BYTES))
     except FileNotFoundError:
         raise KBError("no match index there (build the site first, or leave out --site/--index)", str(path)) from None
     except RecursionError:

@@ -116,8 +116,8 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):
                 files.append(File.generated(config, name, content=text))
-        for name, text in api_files(records, info, release_wordings([("", scan)])):
-            files.append(File.generated(config, name, content=text))
+        for name, data in api_files(records, info, release_wordings([("", scan)])):
+            files.append(File.generated(config, name, content=data))
         for name, text in config_api_files(scan.config, info):
             files.append(File.generated(config, name, content=text))
         return files

@@ -9,7 +9,6 @@ already knows the older wording of its errors."""
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from kb.errors import KBError
+from kb.files import gzip_text
 from kb.model import Appearance, ScanResult, Wording
 from kb.releases.history import History
 
@@ -54,10 +54,7 @@ def dumps(items: Sequence[Wording], releases: Sequence[str]) -> bytes:
              w.ended_in, w.chain] for w in items]
     text = json.dumps({"format": FORMAT, "releases": list(releases), "wordings": rows}, ensure_ascii=False,
                       separators=(",", ":"), sort_keys=True)
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", filename="", mtime=0, compresslevel=9) as f:
-        f.write(text.encode())
-    return buffer.getvalue()
+    return gzip_text(text)
 
 
 @lru_cache(maxsize=4)

@@ -1,5 +1,5 @@
 """The search index: one document per error the release raises, its fields weighted, built
-with lunr (lunr.py writes the index lunr.js reads) into `/api/search-index.json`."""
+with lunr (lunr.py writes the index lunr.js reads) into `/api/search-index.json.gz`."""
 
 from __future__ import annotations
 
@@ -132,5 +132,5 @@ def search_index(records: Sequence[Record], release: str | None) -> dict[str, An
 
 
 def search_index_json(records: Sequence[Record], release: str | None) -> str:
-    """The file `/api/search-index.json`, as the site's search box and `kb search` read it."""
+    """The file `/api/search-index.json.gz`, as the site's search box and `kb search` read it."""
     return compact_json(search_index(records, release))

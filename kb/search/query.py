@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from kb.errors import KBError
+from kb.files import read_text
 from kb.search.index import SEARCH_FORMAT
 from kb.search.words import Clause, clauses
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from kb.explain.match import Found, Match, Matcher
 
 MAX_LIMIT = 100
+SEARCH_INDEX = "api/search-index.json.gz"  # in a built site; gzipped (0.33.0: 5.8 MB -> 1.6 MB), the browser unpacks it
+MAX_SEARCH_INDEX_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,9 @@ def _with_page(f: Found) -> tuple[Match, str]:
 
 def load_search_index(path: Path) -> SearchIndex:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, MAX_SEARCH_INDEX_BYTES))
+    except RecursionError:
+        raise KBError("cannot read the search index: nested too deeply", str(path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise KBError(f"cannot read the search index: {e}", str(path)) from None
     problem = index_problem(data)

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from kb.explain.index import match_index_json
-from kb.files import compact_json
+from kb.explain.match import MATCH_INDEX
+from kb.files import compact_json, gzip_text
 from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, shown_lines, trigger_text
 from kb.search.index import search_index_json
+from kb.search.query import SEARCH_INDEX
 
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
@@ -254,8 +256,9 @@ def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
              "## API", "",
              f"- [{base}/api/errors/index.json]({base}/api/errors/index.json): every error id, class, message, file",
              f"- {base}/api/errors/<id>: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
-             f"- [{base}/api/match-index.json]({base}/api/match-index.json): the message templates kb explain matches",
-             f"- [{base}/api/search-index.json]({base}/api/search-index.json): the ranked word index (lunr 2.3.9) kb search reads",
+             f"- [{base}/{MATCH_INDEX}]({base}/{MATCH_INDEX}): the message templates kb explain matches (gzipped JSON)",
+             f"- [{base}/{SEARCH_INDEX}]({base}/{SEARCH_INDEX}): the ranked word index (lunr 2.3.9) kb search reads "
+             "(gzipped JSON)",
              "", "## Curated errors", ""]
     for r in sorted((r for r in records if r.curated), key=lambda r: (r.title.lower(), r.id)):
         meaning = " ".join((r.entry.meaning if r.entry is not None else "").split())
@@ -274,7 +277,8 @@ def slugs_json(records: Sequence[Record]) -> str:
     return compact_json({r.slug: r.id for r in sorted(records, key=lambda r: r.slug)})
 
 
-def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> Iterator[tuple[str, str]]:
+def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> \
+        Iterator[tuple[str, str | bytes]]:
     """The API files about all records together: the index of ids, the record schema and the
     match index that the site's lookup and `kb explain` read (with the older wordings), and
     llms.txt."""
@@ -284,5 +288,5 @@ def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Word
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
     yield SLUGS, slugs_json(records)
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
-    yield "api/match-index.json", match_index_json(records, info.tree.release, wordings)
-    yield "api/search-index.json", search_index_json(records, info.tree.release)
+    yield MATCH_INDEX, gzip_text(match_index_json(records, info.tree.release, wordings))
+    yield SEARCH_INDEX, gzip_text(search_index_json(records, info.tree.release))

@@ -140,10 +140,10 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
             if progress and (rendered % 50 == 0 or rendered == total):
                 progress("pages", rendered, total)
 
-    for path, html in _other_pages(scan, records, info, summaries, wordings):
-        out.write(path, html)
-        if path.endswith(".html") and len(html.encode()) > largest[1]:
-            largest = (path, len(html.encode()))
+    for path, data in _other_pages(scan, records, info, summaries, wordings):
+        out.write(path, data)
+        if path.endswith(".html") and isinstance(data, str) and len(data.encode()) > largest[1]:
+            largest = (path, len(data.encode()))
     return BuildReport(options.output, len(records), rendered, out.written, out.kept, out.bytes, largest)
 
 
@@ -252,7 +252,7 @@ def _batches(groups: list[Group], count: int) -> list[list[Group]]:
 
 # --- everything else ---------------------------------------------------------------------------
 def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summaries: dict[str, Summary],
-                 wordings: Sequence[Wording]) -> Iterator[tuple[str, str]]:
+                 wordings: Sequence[Wording]) -> Iterator[tuple[str, str | bytes]]:
     records = [r for r in every if r.removed_since is None]  # lists and search show what the release raises
     flags = len({flag_slug(f) for f in scan.config.flags}) if scan.config is not None else 0
     env = len({page_slug(e.name) for e in scan.config.env}) if scan.config is not None else 0

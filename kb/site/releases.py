@@ -25,9 +25,8 @@ def release_pages(history: History, records: Sequence[Record], info: SiteInfo) -
     for old, (current, kind, release) in sorted(history.aliases.items()):
         yield f"errors/{old}/index.html", redirect_page(f"errors/{old}/index.html", f"errors/{current}/",
                                                         titles_of.get(current, current))
-        text = compact_json(alias_record(old, current, kind, release))
-        yield f"api/errors/{old}", text
-        yield f"api/errors/{old}.json", text
+        # one file, as for every other record: /_redirects answers <id>.json on Netlify and Cloudflare
+        yield f"api/errors/{old}", compact_json(alias_record(old, current, kind, release))
     diffs = {d.new: d for d in history.diffs}
     summary = []
     for i, release in enumerate(history.releases):

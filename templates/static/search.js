@@ -1,4 +1,4 @@
-// Search over the compiled match index (/api/match-index.json), in the browser.
+// Search over the compiled match index (/api/match-index.json.gz), in the browser.
 // The paste lookup follows kb/explain.py step by step (the CLI's `kb explain` reads the same
 // index): split the text into messages, unwrap each from log prefixes, ANSI colours,
 // `ValueError: ` and pydantic's wrapper, match templates exactly, inside a longer text, or
@@ -10,6 +10,21 @@
   var form = document.getElementById("search-form"), box = document.getElementById("q");
   var statusEl = document.getElementById("status"), list = document.getElementById("results");
   var index = null;
+  // The indexes are gzipped files: unpacked here, unless the host already did (told by the
+  // first two bytes, as kb's own reader does).
+  function fetchJson(url) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) throw new Error(url + ": " + r.status);
+      return r.arrayBuffer();
+    }).then(function (buf) {
+      var head = new Uint8Array(buf, 0, Math.min(2, buf.byteLength));
+      if (head.length === 2 && head[0] === 0x1f && head[1] === 0x8b) {
+        var stream = new Blob([buf]).stream().pipeThrough(new DecompressionStream("gzip"));
+        return new Response(stream).text();
+      }
+      return new TextDecoder("utf-8").decode(buf);
+    }).then(JSON.parse);
+  }
   var MIN_LITERAL = 8, MIN_SIMILARITY = 0.2;
   var ANSI = /\u001b\[[0-9;?]*[ -\/]*[@-~]/g;
   var LOG_PREFIX = /^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?/;
@@ -501,7 +516,7 @@
   };
 
   // The ranked word search: the lunr query kb/search/words.py's clauses() builds, over the
-  // index the build wrote with lunr.py (/api/search-index.json), so `kb search` ranks alike.
+  // index the build wrote with lunr.py (/api/search-index.json.gz), so `kb search` ranks alike.
   var searchUrl = script.dataset.search, wordIndex = null, wordsLoading = null;
   function queryTerms(text) { return text.normalize("NFKC").toLowerCase().match(/[a-z0-9]+/g) || []; }
   function queryWords(query, s) {  // as query_words(): each word once, in the order first met
@@ -544,7 +559,7 @@
   }
   function loadWords() {
     if (!wordsLoading) {
-      wordsLoading = fetch(searchUrl).then(function (r) { return r.json(); }).then(function (data) {
+      wordsLoading = fetchJson(searchUrl).then(function (data) {
         wordIndex = {data: data, index: lunr.Index.load(data.index)};
         return wordIndex;
       });
@@ -652,7 +667,7 @@
   var initial = params.get("q") || "";
   box.value = initial;
   statusEl.textContent = "Loading the index…";
-  fetch(indexUrl).then(function (r) { return r.json(); }).then(function (data) {
+  fetchJson(indexUrl).then(function (data) {
     index = data;
     statusEl.textContent = "";
     run(initial, true);
