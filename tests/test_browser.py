@@ -113,6 +113,35 @@ def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
     page.close()
 
 
+
+def test_search_works_where_the_host_unpacked_the_indexes(tmp_path: Path, browser) -> None:
+    """The indexes are gzipped files; a host that sends them unpacked (Content-Encoding: gzip,
+    undone by the browser) is read as well: told by the first bytes, not the name."""
+    import gzip
+
+    site, _ = build_fixture(tmp_path)
+    for name in ("match-index.json.gz", "search-index.json.gz"):
+        path = site / "api" / name
+        path.write_bytes(gzip.decompress(path.read_bytes()))
+    srv = make_server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{srv.server_address[1]}/search/")
+        page.fill("textarea#q", "prefix noise " + FILLED + " and more noise")  # the exact message goes to its page
+        page.click("button[type=submit]")
+        first = page.locator("#results li").first
+        first.wait_for(timeout=15000)
+        assert "num_q_per_kv = 6" in first.inner_text()
+        page.fill("textarea#q", "tensor parallel size")
+        page.click("button[type=submit]")
+        page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')")
+        assert "Total number of attention heads" in page.locator("#results").inner_text()
+        page.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
 WORD_QUERIES = ["tensor parallel size", "tp heads", "dcp", "kv heads divisible", "max model len", "LoRA",
                 "quant", "oom memory", "bf16", "attention heads tp", "query heads per kv head", "the a of",
                 "--decode-context-parallel-size", "ＴＰ", "zzzz", "evil script", "max_model_len too small",
