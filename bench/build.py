@@ -24,7 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
+from kb.explain.match import MATCH_INDEX  # noqa: E402
 from kb.jobs import build_releases  # noqa: E402
+from kb.search.query import SEARCH_INDEX  # noqa: E402
 from kb.site.build import BuildOptions  # noqa: E402
 from kb.paths import cache_dir  # noqa: E402
 from kb.scan.source import SourceSpec, download_wheel, from_wheel  # noqa: E402
@@ -44,7 +46,7 @@ def sizes(site: Path) -> dict[str, tuple[int, int]]:
         if not p.is_file():
             continue
         rel = p.relative_to(site).as_posix()
-        kind = ("search index" if rel == "api/match-index.json" else "JSON" if rel.startswith("api/") and not rel.endswith(".html")
+        kind = ("search indexes" if rel in (MATCH_INDEX, SEARCH_INDEX) else "JSON" if rel.startswith("api/") and not rel.endswith(".html")
                 else "HTML pages" if rel.endswith(".html") else "other")
         n, b = groups.get(kind, (0, 0))
         groups[kind] = (n + 1, b + p.stat().st_size)

@@ -33,7 +33,14 @@ def gzip_text(text: str) -> bytes:
 def read_text(path: Path, limit: int) -> str:
     """A UTF-8 file, gzipped or not (told by its first bytes, not its name: a host may have
     unpacked it already), at most `limit` bytes unpacked. Raises OSError (a file larger than
-    `limit`, a damaged gzip stream) or UnicodeDecodeError."""
+    `limit`, a damaged gzip stream, not a regular file: a FIFO would never end) or
+    UnicodeDecodeError; FileNotFoundError when it is missing, unless `path` is `X.gz` and `X` is
+    there: the file of a site an older kb built, which is said."""
+    if not path.is_file():
+        if path.exists():
+            raise OSError("not a regular file")
+        if path.suffix == ".gz" and path.with_suffix("").is_file():
+            raise OSError(f"missing; {path.with_suffix('').name} is there: a site an older kb built, build it again")
     with open(path, "rb") as f:
         head = f.read(2)
         f.seek(0)

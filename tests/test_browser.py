@@ -142,6 +142,38 @@ def test_search_works_where_the_host_unpacked_the_indexes(tmp_path: Path, browse
         srv.shutdown()
         srv.server_close()
 
+
+def test_a_browser_that_cannot_unpack_gzip_is_told_so(base_url: str, browser) -> None:
+    page = browser.new_page()
+    page.add_init_script("delete window.DecompressionStream")
+    page.goto(base_url + "/search/")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('Could not')")
+    assert page.locator("#status").inner_text() == \
+        "Could not load the search index (this browser cannot unpack gzip: a newer one can)."
+    page.close()
+
+
+
+def test_a_word_index_that_failed_to_load_is_fetched_again(base_url: str, browser) -> None:
+    page = browser.new_page()
+    failures = []
+
+    def once(route) -> None:
+        if not failures:
+            failures.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/api/search-index.json.gz", once)
+    page.goto(base_url + "/search/")
+    page.wait_for_function("window.kbSearch !== undefined")
+    with pytest.raises(Exception, match="Failed to fetch"):
+        page.evaluate("(q) => window.kbSearch(q, 3)", "tensor parallel size")
+    assert failures and page.evaluate("(q) => window.kbSearch(q, 3)", "tensor parallel size")
+    page.close()
+
+
 WORD_QUERIES = ["tensor parallel size", "tp heads", "dcp", "kv heads divisible", "max model len", "LoRA",
                 "quant", "oom memory", "bf16", "attention heads tp", "query heads per kv head", "the a of",
                 "--decode-context-parallel-size", "ＴＰ", "zzzz", "evil script", "max_model_len too small",

@@ -128,6 +128,8 @@ def _with_page(f: Found) -> tuple[Match, str]:
 def load_search_index(path: Path) -> SearchIndex:
     try:
         data = json.loads(read_text(path, MAX_SEARCH_INDEX_BYTES))
+    except FileNotFoundError:
+        raise KBError("no search index there (build the site first, or leave out --site)", str(path)) from None
     except RecursionError:
         raise KBError("cannot read the search index: nested too deeply", str(path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as e:

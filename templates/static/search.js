@@ -19,12 +19,14 @@
     }).then(function (buf) {
       var head = new Uint8Array(buf, 0, Math.min(2, buf.byteLength));
       if (head.length === 2 && head[0] === 0x1f && head[1] === 0x8b) {
+        if (typeof DecompressionStream === "undefined") throw new Error("this browser cannot unpack gzip: a newer one can");
         var stream = new Blob([buf]).stream().pipeThrough(new DecompressionStream("gzip"));
         return new Response(stream).text();
       }
       return new TextDecoder("utf-8").decode(buf);
     }).then(JSON.parse);
   }
+  function reason(e) { return e && e.message ? " (" + String(e.message).slice(0, 200) + ")." : "."; }
   var MIN_LITERAL = 8, MIN_SIMILARITY = 0.2;
   var ANSI = /\u001b\[[0-9;?]*[ -\/]*[@-~]/g;
   var LOG_PREFIX = /^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?/;
@@ -562,7 +564,7 @@
       wordsLoading = fetchJson(searchUrl).then(function (data) {
         wordIndex = {data: data, index: lunr.Index.load(data.index)};
         return wordIndex;
-      });
+      }, function (e) { wordsLoading = null; throw e; });  // the next search tries again
     }
     return wordsLoading;
   }
@@ -646,7 +648,7 @@
     if (!r.found.length && !wordIndex) {  // the word index is fetched when first needed
       statusEl.textContent = "Loading the word index…";
       loadWords().then(function () { run(text, false); })
-        .catch(function () { statusEl.textContent = "Could not load the word index."; });
+        .catch(function (e) { statusEl.textContent = "Could not load the word index" + reason(e); });
       return;
     }
     var results = r.found.length ? r.found : wordMatches(text);
@@ -671,7 +673,7 @@
     index = data;
     statusEl.textContent = "";
     run(initial, true);
-  }).catch(function () { statusEl.textContent = "Could not load the search index."; });
+  }).catch(function (e) { statusEl.textContent = "Could not load the search index" + reason(e); });
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     var url = new URL(window.location.href);
