@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,14 +32,23 @@ sync_api = pytest.importorskip("playwright.sync_api")
 Image = pytest.importorskip("PIL.Image")
 
 
+@contextlib.contextmanager
+def serving(site: Path) -> Iterator[str]:
+    """`kb serve`'s server on a free port, in a thread, for the block; its base URL."""
+    srv = make_server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory):
     site, _ = build_fixture(tmp_path_factory.mktemp("browser"))
-    srv = make_server(site, 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -84,23 +95,24 @@ def test_a_paste_of_an_older_wording_lands_on_its_successors_page(tmp_path: Path
     old = Wording("0ld0000000000c00", "KV heads per DCP rank ({n}) went wrong in an old release", "vllm/old.py", 3,
                   "f", "ValueError", "0.0.1", "0.0.9", DCP, "0.1.0", DCP)
     build_site(result, BuildOptions(tmp_path / "site", jobs=1), build_records(result), wordings=(old,))
-    srv = make_server(tmp_path / "site", 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
+    with serving(tmp_path / "site") as url:
         page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{srv.server_address[1]}/")
+        page.goto(url + "/")
         page.fill("textarea#q", "ValueError: KV heads per DCP rank (3) went wrong in an old release")
         page.click("text=Find this error")
         page.wait_for_url(f"**/errors/{DCP}/", timeout=15000)
         page.close()
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
+    assert_search_page_works(base_url, browser)
+
+
+def assert_search_page_works(url: str, browser) -> None:
+    """A paste inside other text lists its error with the values read from it (the exact
+    message alone would go straight to its page); words are ranked."""
     page = browser.new_page()
-    page.goto(base_url + "/search/")
+    page.goto(url + "/search/")
     page.fill("textarea#q", "prefix noise " + FILLED + " and more noise")
     page.click("button[type=submit]")
     first = page.locator("#results li").first
@@ -113,7 +125,6 @@ def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
     page.close()
 
 
-
 def test_search_works_where_the_host_unpacked_the_indexes(tmp_path: Path, browser) -> None:
     """The indexes are gzipped files; a host that sends them unpacked (Content-Encoding: gzip,
     undone by the browser) is read as well: told by the first bytes, not the name."""
@@ -123,24 +134,8 @@ def test_search_works_where_the_host_unpacked_the_indexes(tmp_path: Path, browse
     for name in ("match-index.json.gz", "search-index.json.gz"):
         path = site / "api" / name
         path.write_bytes(gzip.decompress(path.read_bytes()))
-    srv = make_server(site, 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{srv.server_address[1]}/search/")
-        page.fill("textarea#q", "prefix noise " + FILLED + " and more noise")  # the exact message goes to its page
-        page.click("button[type=submit]")
-        first = page.locator("#results li").first
-        first.wait_for(timeout=15000)
-        assert "num_q_per_kv = 6" in first.inner_text()
-        page.fill("textarea#q", "tensor parallel size")
-        page.click("button[type=submit]")
-        page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')")
-        assert "Total number of attention heads" in page.locator("#results").inner_text()
-        page.close()
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with serving(site) as url:
+        assert_search_page_works(url, browser)
 
 
 def test_a_browser_that_cannot_unpack_gzip_is_told_so(base_url: str, browser) -> None:
@@ -257,12 +252,9 @@ def curated_url(tmp_path_factory: pytest.TempPathFactory):
     tree = write_tree(tmp / "tree", tree_files("0.1.0", broken=False) | {DCP_MAX_FILE: DCP_MAX})
     entries = write_entries(tmp / "errors", {"dcp.yaml": DCP_ENTRY, "max.yaml": DCP_MAX_ENTRY})
     assert main(["build", "--source", str(tree), "--errors", str(entries), "-o", str(tmp / "site"), "--quiet"]) == 0
-    srv = make_server(tmp / "site", 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
     CURATED[:] = [tree, entries]
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(tmp / "site") as url:
+        yield url
 
 
 CURATED: list[Path] = []  # the tree and the entries the curated site is built from
@@ -342,11 +334,8 @@ def test_page_and_python_evaluators_agree(curated_url: str, browser) -> None:
 
 @pytest.fixture(scope="module")
 def lookup_url(tmp_path_factory: pytest.TempPathFactory):
-    srv = make_server(build_lookup_fixture(tmp_path_factory.mktemp("lookup")), 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(build_lookup_fixture(tmp_path_factory.mktemp("lookup"))) as url:
+        yield url
 
 
 def _agree(url: str, browser, texts: list[str]) -> None:
@@ -420,11 +409,8 @@ def memory_url(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("memory")
     tree = write_tree(tmp / "tree", tree_files("0.1.0", broken=False) | {"vllm/v1/core/kv_cache_planning.py": KV_PLANNING})
     assert main(["build", "--source", str(tree), "-o", str(tmp / "site"), "--quiet"]) == 0
-    srv = make_server(tmp / "site", 0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}", tree
-    srv.shutdown()
-    srv.server_close()
+    with serving(tmp / "site") as url:
+        yield url, tree
 
 
 def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) -> None:
