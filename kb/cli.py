@@ -337,6 +337,18 @@ def cmd_wordings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    from kb.jobs import bump_release
+    from kb.releases.bump import worklist_text
+
+    work = bump_release(args.version, _errors(args), write=not args.dry_run, use_cache=not args.no_cache)
+    if args.json:
+        _write(json.dumps(work.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        _write(worklist_text(work, "markdown" if args.markdown else "text"))
+    return 1 if work.todo else 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from kb.site.serve import make_server
 
@@ -478,6 +490,17 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: kb/releases/wordings.json.gz)")
     w.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
     w.set_defaults(func=cmd_wordings)
+
+    r = sub.add_parser("release", help="move kb to a new vLLM release: diff, extend the wordings, pin it, carry and "
+                                       "re-verify every curated entry and report, print the curators' worklist")
+    r.add_argument("version", help="the new vLLM release (newer than the newest kb knows)")
+    out = r.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the worklist as JSON (for automation)")
+    out.add_argument("--markdown", action="store_true", help="print the worklist as Markdown (a pull request's body)")
+    r.add_argument("--dry-run", action="store_true", help="write nothing: only the worklist")
+    _errors_option(r)
+    r.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-file cache")
+    r.set_defaults(func=cmd_release)
 
     v = sub.add_parser("serve", help="serve a built site on 127.0.0.1 for local browsing")
     v.add_argument("folder", nargs="?", default="site", help="the built site (default: site)")

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from kb.fit.launch import FitReport
     from kb.records.lint import LintReport
     from kb.records.merge import Merged
+    from kb.releases.bump import Worklist
     from kb.releases.history import History
+    from kb.releases.lineage import Lineage
     from kb.search.query import Hit, Searcher
     from kb.site.build import BuildOptions, BuildReport
 
@@ -184,15 +186,33 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
                        nearest=warn is not None, reports=loaded.reports,
                        wordings=(*release_wordings(scans, history), *release_wordings(scans[-1:]))
                        if loaded.reports else ())
-    else:
+    else:  # what the shipped history says of this release carries entries and reports written for older ids
+        lin = lineage_of(newest)
         merged = merge(newest, loaded.entries, nearest=warn is not None, reports=loaded.reports,
-                       wordings=release_wordings(scans) if loaded.reports else ())
+                       wordings=lin.wordings if loaded.reports else (), lineage=lin)
     if warn:
         for p in loaded.problems:
             warn(f"skipped: {p}")
         for m in merged.problems:
-            warn(str(m))
+            if not m.quiet:
+                warn(str(m))
     return merged
+
+
+_LINEAGES: dict[str, Lineage] = {}
+
+
+def lineage_of(scan: ScanResult) -> Lineage:
+    """What the shipped wordings say of this release's ids and of every older one (computed once
+    per process and tree: for a release newer than the shipped wordings it diffs them)."""
+    from kb.releases.lineage import lineage
+
+    key = hashlib.sha256(json.dumps([scan.tree.release, scan.tree.commit, sorted(scan.file_keys.items()),
+                                     len(scan.sites)]).encode()).hexdigest()
+    if key not in _LINEAGES:
+        _LINEAGES.clear()  # one tree at a time: a process rarely looks at two
+        _LINEAGES[key] = lineage(scan)
+    return _LINEAGES[key]
 
 
 # --- the site ----------------------------------------------------------------------------------
@@ -220,14 +240,14 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
 def release_wordings(scans: Sequence[tuple[str, ScanResult]], history: Optional[History] = None) -> \
         tuple[Wording, ...]:
     """The older wordings the lookup knows: those of the built releases, else (one release) the
-    ones shipped with kb when they end at this release."""
-    from kb.releases.wording import for_release, wordings
+    ones shipped with kb, up to this release (kb/releases/lineage.py)."""
+    from kb.releases.wording import wordings
 
     if len(scans) > 1:
         from kb.releases.history import build_history
 
         return wordings(scans, history or build_history(scans))
-    return for_release(scans[-1][1].tree.release)
+    return lineage_of(scans[-1][1]).wordings
 
 
 def write_wordings(path: Optional[Path] = None, use_cache: bool = True) -> tuple[Path, int]:
@@ -240,6 +260,57 @@ def write_wordings(path: Optional[Path] = None, use_cache: bool = True) -> tuple
     target = path or SHIPPED
     write_atomic(target, dumps(items, [name for name, _ in scans]))
     return target, len(items)
+
+
+def bump_release(version: str, errors: Optional[Path] = None, write: bool = True, use_cache: bool = True,
+                 wordings_file: Optional[Path] = None, releases_file: Optional[Path] = None) -> Worklist:
+    """`kb release X`: scan X and the newest release of the shipped wordings, extend the wordings
+    by X, pin X (releases.toml), carry and re-verify every curated entry and report on X, and say
+    what needs a curator. With `write` false nothing is written (a dry run)."""
+    from kb.entries.load import load_entries
+    from kb.records.merge import attach_set_by, merge
+    from kb.releases.bump import releases_toml, worklist
+    from kb.releases.history import diff_scans
+    from kb.releases.lineage import lineage, release_key
+    from kb.releases.published import RELEASES_TOML
+    from kb.releases.wording import SHIPPED, dumps, extend, load
+
+    target = wordings_file or SHIPPED
+    releases, items = load(target)
+    if not releases:
+        raise KBError("no wordings to extend: run `kb wordings` first", str(target))
+    old = releases[-1]
+    if not is_release_name(version) or release_key(version) is None:
+        raise UsageError(f"not a vLLM release: {version!r}")
+    newest = release_key(old)
+    if version in releases or newest is None or (release_key(version) or ()) <= newest:
+        raise UsageError(f"{version} is not newer than {old}, the newest release kb's wordings hold")
+    loaded = load_entries(errors_folder(errors))
+    if loaded.problems:
+        raise EntryError([str(p) for p in loaded.problems])
+    scans = scan_releases([SourceSpec(vllm_version=old), SourceSpec(vllm_version=version)], use_cache=use_cache)
+    (old_name, old_scan), (_, new_scan) = scans
+    diff = diff_scans(old_scan, new_scan, old_name, version)
+    grown = extend(items, releases, diff, new_scan)
+    lin = lineage(new_scan, ((*releases, version), grown))
+    merged = merge(new_scan, loaded.entries, reports=loaded.reports, wordings=lin.wordings, lineage=lin)
+    added = {c.new for c in diff.changes if c.kind == "added"}
+    fresh = attach_set_by([r for r in merged.records if r.id in added and r.entry is None], new_scan.config,
+                          os.cpu_count() or 1)
+    by_id = {r.id: r for r in fresh}
+    merged = replace(merged, records=tuple(by_id.get(r.id, r) for r in merged.records))
+    work = worklist(old_name, new_scan, diff, old_scan, loaded.entries, merged, lin, grown)
+    if not write:
+        return work
+    toml = releases_file or RELEASES_TOML
+    try:
+        text = releases_toml(toml.read_text(encoding="utf-8"), version)
+    except (OSError, ValueError) as e:
+        raise KBError(f"cannot update the releases: {e}", str(toml)) from None
+    write_atomic(target, dumps(grown, (*releases, version)))
+    write_atomic(toml, text.encode("utf-8"))
+    load.cache_clear()
+    return replace(work, written=(str(target), str(toml)))
 
 
 def diff_releases(old: SourceSpec, new: SourceSpec, fmt: str = "text", use_cache: bool = True) -> str:

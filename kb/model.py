@@ -453,6 +453,7 @@ class Wording:
     current: Optional[str]  # the id raised in the newest release (itself when unchanged); None when removed
     ended_in: Optional[str] = None  # the first release without this wording (edited, moved or removed then)
     chain: str = ""  # the last id of its history (the current id, or the last one raised before removal)
+    next: str = ""  # the id it became in `ended_in` when its message was edited or moved there, else ""
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,9 @@ def test_good_entries_load_with_their_structure(tmp_path: Path) -> None:
 def test_merge_orphans_staleness_and_related(tmp_path: Path) -> None:
     scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
     orphan = DCP_ENTRY.replace(DCP_ID, "0123456789abcdef").replace("query heads per KV head", "query heads per KV group")
-    stale = DCP_MAX_ENTRY.replace("decode_context_parallel_size > max_dcp_size\"", "decode_context_parallel_size >= max_dcp_size\"")
+    # the guard it was verified against differs, and so does its check: it stays stale
+    stale = (DCP_MAX_ENTRY.replace("decode_context_parallel_size > max_dcp_size\"", "decode_context_parallel_size >= max_dcp_size\"")
+             .replace("decode_context_parallel_size > tensor_parallel_size //", "decode_context_parallel_size >= tensor_parallel_size //"))
     related = GOOD.replace(DCP_ID, "f644a7c8e4fdc46c") + "related: [ffffffffffffffff]\n"
     folder = write_entries(tmp_path / "errors", {"orphan.yaml": orphan, "stale.yaml": stale, "rel.yaml": related})
     merged = merge(scan, load_entries(folder).entries)
@@ -96,6 +98,17 @@ def test_merge_orphans_staleness_and_related(tmp_path: Path) -> None:
     record = next(r for r in merged.records if r.id == DCP_MAX_ID)
     assert record.curated and record.stale and "guard changed" in record.stale[0]
     assert not any(r.curated for r in merged.records if r.id == DCP_ID)  # the orphan landed nowhere
+
+
+def test_a_changed_guard_that_the_check_still_agrees_with_is_carried(tmp_path: Path) -> None:
+    scan = fixture_scan(tmp_path / "tree", {DCP_MAX_FILE: DCP_MAX})
+    moved = DCP_MAX_ENTRY.replace("decode_context_parallel_size > max_dcp_size\"", "decode_context_parallel_size >= max_dcp_size\"")
+    merged = merge(scan, load_entries(write_entries(tmp_path / "errors", {"moved.yaml": moved})).entries)
+    assert [p.kind for p in merged.problems] == ["carried"]
+    assert str(merged.problems[0]).startswith("errors/moved.yaml:24: carried: guard changed since 0.1.0: verified against")
+    assert str(merged.problems[0]).endswith("its check agrees with the new guard: update `verified:`")
+    record = next(r for r in merged.records if r.id == DCP_MAX_ID)
+    assert record.curated and record.checked and not record.stale
 
 
 def test_message_change_makes_an_entry_stale(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ kb predicts clean. kb only proposes the launches; the labels are what the real v
 in tests/data/oracle-derived-<version>.json (a launch run again replaces its old outcome), which
 the default tests read (tests/test_agreement.py).
 
-    python3 bench/oracle/derived_cases.py [--version 0.33.0] [--jobs 2] [--limit 80]
+    python3 bench/oracle/derived_cases.py [--version 0.33.0] [--jobs 2] [--limit 80] [--replay 0.33.0]
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def words(trial: list[tuple[str, Any]]) -> list[str]:
     return out
 
 
-def main() -> int:
+def aimed(version: str, limit: int) -> list[dict[str, Any]]:
+    """The launches that kb's scan of `version` aims at its derived checks (a hit and a clean one each)."""
     from kb.checks.derive import facts_of
     from kb.checks.launch import ConfigFile
     from kb.checks.launch_check import check_one, derived_index
@@ -96,12 +97,7 @@ def main() -> int:
     from kb.jobs import curated_records, scan_release
     from kb.scan.source import SourceSpec
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--version", default=DEFAULT_VERSION)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--limit", type=int, default=80)
-    args = ap.parse_args()
-    scan = scan_release(SourceSpec(vllm_version=args.version))
+    scan = scan_release(SourceSpec(vllm_version=version))
     records = curated_records([("", scan)], None).records
     assert scan.config is not None
     index = derived_index(records, scan.config)
@@ -140,10 +136,27 @@ def main() -> int:
             if argv is not None:
                 todo.append({"argv": ["$MODEL", *argv], "config": LLAMA, "hardware": {"count": 8},
                              "aimed_at": check.record_id})
-        if len(todo) >= args.limit:
+        if len(todo) >= limit:
             break
     print(f"{len(todo)} launches aimed at {len({c['aimed_at'] for c in todo})} derived checks; running real vLLM",
           flush=True)
+    return todo
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", default=DEFAULT_VERSION)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=80)
+    ap.add_argument("--replay", metavar="VERSION",
+                    help="run the launches recorded for this release (tests/data/oracle-derived-VERSION.json) "
+                         "again on --version, instead of aiming new ones with kb's scan")
+    args = ap.parse_args()
+    if args.replay:
+        todo = [{k: c[k] for k in ("argv", "config", "hardware")} for c in recorded("derived", args.replay)]
+        print(f"{len(todo)} launches recorded for {args.replay}; running real vLLM", flush=True)
+    else:
+        todo = aimed(args.version, args.limit)
     records_out = run_all(todo, args.version, args.jobs, ("config", "hardware"))
     kept = recorded("derived", args.version)  # real outcomes already recorded
     seen = {json.dumps(c["argv"]) for c in records_out}

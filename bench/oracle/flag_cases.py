@@ -7,7 +7,7 @@ a switch on or off, a choice among its choices, a count or a share from a small 
 out of range on purpose), over the model configs of launch_cases.py. Added to the cases already in
 tests/data/oracle-flags-<version>.json; bench/agreement.py and the release test read them.
 
-    python3 bench/oracle/flag_cases.py [--version 0.33.0] [--count 150] [--jobs 2] [--seed 21]
+    python3 bench/oracle/flag_cases.py [--version 0.33.0] [--count 150] [--jobs 2] [--seed 21] [--flags-from 0.33.0]
 """
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=150)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--flags-from", metavar="VERSION",
+                    help="draw from the parser recorded for this release (default: --version); with the same seeds, "
+                         "the same launches as that release's set, run on --version")
     args = ap.parse_args()
-    flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.version}-flags.json").read_text())
+    flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.flags_from or args.version}-flags.json").read_text())
     kept = recorded("flags", args.version)
     todo = cases(flags, args.count, args.seed, {case_key(c) for c in kept})
     done = run_all(todo, args.version, args.jobs, ("model", "hardware"), lambda c: {**c, "config": MODELS[c["model"]]})

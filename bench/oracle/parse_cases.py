@@ -4,7 +4,7 @@
 tests/data/oracle-parse-<version>.json so that the default tests compare kb's parser stage
 (kb/checks/cli_parse.py) with vLLM without installing it.
 
-    python3 bench/oracle/parse_cases.py [--version 0.33.0] [--jobs 2]
+    python3 bench/oracle/parse_cases.py [--version 0.33.0] [--jobs 2] [--flags-from 0.33.0]
 
 The cases are drawn from vLLM's own recorded parser (tests/data/vllm-<version>-flags.json, from
 help.py): for flags with choices, a value outside them and one inside; for int and float flags,
@@ -76,8 +76,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--version", default=DEFAULT_VERSION)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--flags-from", metavar="VERSION",
+                    help="draw the cases from the parser recorded for this release (default: --version): that "
+                         "release's cases, run on --version")
     args = ap.parse_args()
-    flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.version}-flags.json").read_text())
+    flags = json.loads((REPO / "tests" / "data" / f"vllm-{args.flags_from or args.version}-flags.json").read_text())
     todo = cases(flags)
     with ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda c: run(c, args.version), todo))  # each without where it was raised

@@ -11,7 +11,7 @@ from typing import Optional
 from kb.entries.load import load_entries
 from kb.model import ScanResult
 from kb.records.merge import Merged, merge
-from kb.releases.wording import for_release
+from kb.releases.lineage import lineage
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,9 @@ class LintReport:
 
 def lint(scan: ScanResult, folder: Path) -> LintReport:
     loaded = load_entries(folder)
-    merged = merge(scan, loaded.entries, reports=loaded.reports,
-                   wordings=for_release(scan.tree.release) if loaded.reports else ())
+    lin = lineage(scan)  # entries and reports written for an older id of an error follow it
+    merged = merge(scan, loaded.entries, reports=loaded.reports, wordings=lin.wordings if loaded.reports else (),
+                   lineage=lin)
     problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems]
     problems += [str(p) for p in merged.verification]
     checks = cases = fixes = 0

@@ -25,6 +25,7 @@ from kb.records.present import (
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
     from kb.releases.history import History
+    from kb.releases.lineage import Lineage
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,16 @@ class Problem:
     path: str
     line: int
     message: str
-    kind: str  # orphan, stale, related, report
+    # orphan (an id no release kb knows raises), removed (an error vLLM no longer raises), newer (an
+    # error first raised after the built release), stale (re-verify it), carried (followed, and its
+    # check agrees with the new source: only `verified:` to update), related, report
+    kind: str
+    candidates: tuple[str, ...] = ()  # for a removed error: the nearest ids the release raises
+
+    @property
+    def quiet(self) -> bool:
+        """Not a warning of a build: the entry is right where it is."""
+        return self.kind in ("carried", "newer")
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -147,54 +157,104 @@ def _file_chunks(todo: Sequence[tuple[int, Record]], count: int) -> list[list[in
 
 def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence[Record]] = None,
           aliases: Optional[Mapping[str, tuple[str, str, str]]] = None, nearest: bool = True,
-          reports: Sequence[Report] = (), wordings: Sequence[Wording] = ()) -> Merged:
+          reports: Sequence[Report] = (), wordings: Sequence[Wording] = (),
+          lineage: Optional[Lineage] = None) -> Merged:
     """Attach each entry and each public report (its quote checked against the template or one
     of `wordings`, the older ones) to its record and verify the entry's check.
-    With a release history, an entry written for an id that became an alias follows to the
-    current id, marked stale until re-verified. `nearest`: name the nearest scanned template of
-    an orphan (costly over a whole release; only worth it when the problems are shown)."""
+    An entry written for an id that became an alias (a release history's, or `lineage`'s: what
+    the shipped wordings say of a one-release build) follows to the current id. It is marked
+    stale until re-verified where its message changed, or its guard changed and its check does
+    not agree with the new one. `nearest`: name the nearest scanned template of an orphan or a
+    removed error (costly over a whole release; only worth it when the problems are shown)."""
     from kb.records.reports import attach_reports  # it reads Problem from here
 
     records = list(records) if records is not None else build_records(scan)
-    aliases = aliases or {}
+    aliases = {**(lineage.aliases if lineage is not None else {}), **(aliases or {})}
     by_id = {r.id: r for r in records}
     release = scan.tree.release or scan.tree.ref
     problems: list[Problem] = []
+    guard_changed: dict[str, Problem] = {}  # record id -> the notice, dropped when its check agrees
     for e in entries:
         target, followed = e.id, None
         if target not in by_id and target in aliases:
             target, kind, since = aliases[target]
-            followed = f"written for {e.id}, whose message was {kind} in {since}: re-verify it for {target}" \
-                if kind == "edited" else f"written for {e.id}, which moved to another file in {since}: re-verify it"
+            followed = _followed(e.id, target, kind, since, release)
         record = by_id.get(target)
         if record is None:
-            message = _orphan_message(e, records, release) if nearest else f"orphan: id {e.id} is not raised in {release}"
-            problems.append(Problem(e.path, e.line_of("id"), message, "orphan"))
+            problems.append(_unraised(e, records, release, lineage, nearest))
             continue
         if record.entry is not None:
             problems.append(Problem(e.path, e.line_of("id"), f"{target} is curated twice: also in {record.entry.path}",
                                     "orphan"))
             continue
-        stale = ([followed] if followed else []) + _stale_reasons(e, record, release)
+        message_stale, guard_stale = _stale_reasons(e, record, release)
+        stale = ([followed] if followed and (e.message is None or message_stale) else []) + message_stale
         if record.removed_since:
             stale.append(f"no longer raised since {record.removed_since}")
         for why in stale:
             problems.append(Problem(e.path, e.line_of("message" if why.startswith("message") else "verified"),
                                     f"stale: {why}", "stale"))
+        if guard_stale:
+            guard_changed[target] = Problem(e.path, e.line_of("verified"), f"stale: {guard_stale}", "stale")
+            stale.append(guard_stale)
+        mine = []  # the related ids as this release raises them (an older id follows its error)
         for i, other in enumerate(e.related):
-            if other not in by_id:
-                problems.append(Problem(e.path, e.line_of("related", i), f"related id {other} is not raised in {release}",
-                                        "related"))
-        related = tuple(dict.fromkeys([o for o in e.related if o in by_id and o != target] + list(record.related)))
+            now = other if other in by_id else (aliases[other][0] if other in aliases else None)
+            if now is None or now not in by_id:
+                gone = lineage.removed.get(other) if lineage is not None else None
+                why = f"removed in {gone.since}" if gone is not None else f"not raised in {release}"
+                problems.append(Problem(e.path, e.line_of("related", i), f"related id {other} is {why}", "related"))
+            else:
+                mine.append(now)
+        related = tuple(dict.fromkeys([o for o in mine if o != target] + list(record.related)))
         by_id[target] = replace(record, entry=e, stale=tuple(stale), related=related[: max(10, len(e.related))])
     # an uncurated error links its nearest RELATED_UNCURATED: thousands of pages and records carry them
-    with_reports, found = attach_reports([by_id[r.id] for r in records], reports, release, aliases, wordings)
+    with_reports, found = attach_reports([by_id[r.id] for r in records], reports, release, aliases, wordings,
+                                         lineage.removed if lineage is not None else {})
     problems += found
     merged = tuple(m if m.entry is not None else replace(m, related=m.related[:RELATED_UNCURATED])
                    for m in with_reports)
     verified = verify_records(merged, scan.config)
     merged = tuple(replace(r, checked=True) if verified.get(r.id) == [] else r for r in merged)
+    # a changed guard: re-verify, unless the entry's check, its cases and example fix agree with the new one
+    agreed = {rid for rid in guard_changed if verified.get(rid) == [] and _has_check(by_id[rid])}
+    for rid, p in guard_changed.items():
+        problems.append(replace(p, kind="carried", message=p.message.replace(
+            "stale: ", "carried: ", 1) + "; its check agrees with the new guard: update `verified:`") if rid in agreed else p)
+    merged = tuple(replace(r, stale=tuple(w for w in r.stale if not w.startswith("guard changed")))
+                   if r.id in agreed else r for r in merged)
     return Merged(merged, tuple(problems), tuple(p for found in verified.values() for p in found))
+
+
+def _has_check(r: Record) -> bool:
+    return r.entry is not None and r.entry.check is not None
+
+
+def _followed(old: str, new: str, kind: str, since: str, release: str) -> str:
+    if kind == "newer":
+        return f"written for {old}, vLLM {since}'s wording of this error: re-verify it for {new} in {release}"
+    if kind == "edited":
+        return f"written for {old}, whose message was edited in {since}: re-verify it for {new}"
+    return f"written for {old}, which moved to another file in {since}: re-verify it"
+
+
+def _unraised(e: Entry, records: Sequence[Record], release: str, lineage: Optional[Lineage], nearest: bool) -> Problem:
+    """Why an entry lands on no record: its error was removed, is newer than the release, or is
+    unknown (an orphan)."""
+    where = e.line_of("id")
+    gone = lineage.removed.get(e.id) if lineage is not None else None
+    if gone is not None:
+        found = nearest_records(e.message or gone.template, e.file or gone.file, records) if nearest else []
+        text = (f"removed: vLLM {gone.since} no longer raises {e.id} (last raised by {gone.last}); "
+                "its page stays in the builds of the releases that raise it")
+        if found:
+            text += "; nearest candidates: " + ", ".join(f"{r.id} {r.template[:100]!r}" for r in found)
+        return Problem(e.path, where, text, "removed", tuple(r.id for r in found))
+    first = lineage.newer.get(e.id) if lineage is not None else None
+    if first is not None:
+        return Problem(e.path, where, f"newer: {e.id} is first raised in vLLM {first}, after {release}", "newer")
+    message = _orphan_message(e, records, release) if nearest else f"orphan: id {e.id} is not raised in {release}"
+    return Problem(e.path, where, message, "orphan")
 
 
 def history_records(scans: Sequence[tuple[str, ScanResult]], history: History) -> list[Record]:
@@ -223,17 +283,20 @@ def history_records(scans: Sequence[tuple[str, ScanResult]], history: History) -
     return sorted(out, key=lambda r: (r.removed_since is not None, r.file, r.line, r.id))
 
 
-def _stale_reasons(e: Entry, record: Record, release: str) -> list[str]:
+def _stale_reasons(e: Entry, record: Record, release: str) -> tuple[list[str], Optional[str]]:
+    """(why the message is not the one the entry was written for; why the guard is not the one it
+    was verified against, or None)."""
     out = []
     if e.message is not None and e.message != record.template:
         out.append(f"message changed in {release}: the entry was written for {e.message!r}, "
                    f"vLLM now raises {record.template!r}")
+    guard = None
     if e.verified is not None:
         guards = [s.fact.guard for s in record.sites]
         if e.verified.guard not in guards:
-            out.append(f"guard changed since {e.verified.release}: verified against `{e.verified.guard}`, "
-                       f"vLLM {release} has `{guards[0]}`")
-    return out
+            guard = (f"guard changed since {e.verified.release}: verified against `{e.verified.guard}`, "
+                     f"vLLM {release} has `{guards[0]}`")
+    return out, guard
 
 
 def _orphan_message(e: Entry, records: Sequence[Record], release: str) -> str:
@@ -248,15 +311,26 @@ def nearest_record(e: Entry, records: Sequence[Record]) -> Optional[Record]:
     """The scanned template most like the entry's message, in the entry's file when known."""
     if not e.message:
         return None
-    pool = [r for r in records if r.file == e.file] if e.file else list(records)
+    found = nearest_records(e.message, e.file, records, 1)
+    return found[0] if found else None
+
+
+def nearest_records(message: str, file: Optional[str], records: Sequence[Record], limit: int = 3,
+                    floor: float = 0.5) -> list[Record]:
+    """The scanned templates most like `message` (at least `floor` alike), best first: those in
+    `file` when it has any, else all."""
+    pool = [r for r in records if r.file == file and r.removed_since is None] if file else []
     if not pool:
-        pool = list(records)
-    best, score = None, 0.0
+        pool = [r for r in records if r.removed_since is None]
+    scored: list[tuple[float, str, Record]] = []
     for r in pool:
-        m = difflib.SequenceMatcher(None, e.message, r.template, autojunk=False)
-        if m.real_quick_ratio() <= score or m.quick_ratio() <= score:
+        least = scored[limit - 1][0] if len(scored) >= limit else floor
+        m = difflib.SequenceMatcher(None, message, r.template, autojunk=False)
+        if m.real_quick_ratio() < least or m.quick_ratio() < least:
             continue
         ratio = m.ratio()
-        if ratio > score:
-            best, score = r, ratio
-    return best if score >= 0.5 else None
+        if ratio >= least:
+            scored.append((ratio, r.id, r))
+            scored.sort(key=lambda t: (-t[0], t[1]))
+            del scored[limit:]
+    return [r for _, _, r in scored]

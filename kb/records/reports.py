@@ -13,13 +13,15 @@ from dataclasses import replace
 from kb.explain.match import quotable, quotes_template
 from kb.model import Record, Report, Wording
 from kb.records.merge import Problem
+from kb.releases.lineage import Gone
 
 MAX_REPORTS = 8  # shown per error, and read by search: the first ones by repository and number
 
 
 def attach_reports(records: Sequence[Record], reports: Sequence[Report], release: str,
                    aliases: Mapping[str, tuple[str, str, str]],
-                   wordings: Sequence[Wording] = ()) -> tuple[list[Record], list[Problem]]:
+                   wordings: Sequence[Wording] = (), removed: Mapping[str, Gone] = {}) -> \
+        tuple[list[Record], list[Problem]]:
     by_id = {r.id: r for r in records}
     # each older id -> the id raised now, or for a removed error the last one (its page's record);
     # an id this release raises is no older wording, whatever the history says
@@ -37,8 +39,13 @@ def attach_reports(records: Sequence[Record], reports: Sequence[Report], release
             target = aliases[target][0] if target in aliases else later.get(target, target)
         record = by_id.get(target)
         if record is None:
-            problems.append(Problem(rep.path, rep.line, f"report {rep.url}: id {rep.id} is not raised in {release}",
-                                    "orphan"))
+            gone = removed.get(rep.id)
+            if gone is not None:
+                problems.append(Problem(rep.path, rep.line, f"report {rep.url}: vLLM {gone.since} no longer raises "
+                                                            f"{rep.id} (last raised by {gone.last})", "removed"))
+            else:
+                problems.append(Problem(rep.path, rep.line, f"report {rep.url}: id {rep.id} is not raised in {release}",
+                                        "orphan"))
             continue
         parts = (p for s in record.sites for p in s.fact.parts)  # `{' '.join(errors)}`: the messages it joins
         wordings_of = [t for t in dict.fromkeys((record.template, *parts, *older.get(target, ()))) if quotable(t)]

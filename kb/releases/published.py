@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kb.errors import KBError
 
-_FILE = Path(__file__).with_name("releases.toml")
+RELEASES_TOML = _FILE = Path(__file__).with_name("releases.toml")
 
 
 @lru_cache(maxsize=1)
