@@ -220,6 +220,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
         _out(p)
     for ident, path, reason in report.manual:
         _err(f"note: {path}: {ident}: check not cross-validated against vLLM's guard (manual): {reason}")
+    for note in report.kept:
+        _err(f"note: {note}")
     _err(f"{report.entries} entries, {report.checks} checks ({report.cases} cases), {report.fixes_run} example fixes "
          f"run, {len(report.manual)} manual source checks, {len(report.no_check)} without a check, "
          f"{report.reports} public reports: "

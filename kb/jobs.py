@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from kb.explain.match import Explanation
     from kb.fit.launch import FitReport
     from kb.records.lint import LintReport
-    from kb.records.merge import Merged
+    from kb.records.merge import Merged, Problem
     from kb.releases.bump import Worklist
     from kb.releases.history import History
     from kb.releases.lineage import Lineage
@@ -194,9 +194,22 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
         for p in loaded.problems:
             warn(f"skipped: {p}")
         for m in merged.problems:
-            if not m.quiet:
+            if not m.quiet and not m.kept:
                 warn(str(m))
+        kept = [m for m in merged.problems if m.kept]
+        if kept:
+            warn(kept_summary(kept, newest.tree.release or newest.tree.ref[:10]))
     return merged
+
+
+def kept_summary(kept: Sequence[Problem], release: str) -> str:
+    """One line for the curated knowledge of errors a release no longer raises."""
+    reports = sum(p.kind == "removed" and "/reports/" in "/" + p.path for p in kept)
+    entries = sum(p.kind == "removed" for p in kept) - reports
+    links = sum(p.kind == "related-removed" for p in kept)
+    return (f"vLLM {release} no longer raises the errors of {entries} curated entries and {reports} public "
+            f"reports ({links} related links to such errors are left out): they stay with the releases that raise "
+            "them (`kb lint` lists them, `kb release` gives candidates)")
 
 
 _LINEAGES: dict[str, Lineage] = {}

@@ -162,3 +162,50 @@ def test_a_null_flag_in_a_case_is_not_given(scan_0_33: ScanResult) -> None:
     facts = case_facts(model, {"quantization": None, "tensor_parallel_size": 2})
     assert facts.flags.get("tensor_parallel_size") == 2 and "quantization" not in facts.flags
     assert case_facts(model, {"quantization": "awq"}).flags.get("quantization") == "awq"
+
+
+# --- vLLM 0.34.0: what its new checks need kb to read -----------------------------------------------
+@pytest.fixture(scope="module")
+def records_0_34() -> tuple[list, object]:
+    scan = scan_release(SourceSpec(vllm_version="0.34.0"))
+    return list(curated_records([("", scan)], None).records), scan.config
+
+
+def predicted_0_34(records_0_34: tuple[list, object], *flags: str) -> list[str]:
+    """The messages `kb check` predicts on an H100 for the reference model, in vLLM's order."""
+    from kb.checks.launch import ConfigFile
+    from kb.checks.launch_check import check_one
+
+    records, model = records_0_34
+    out = check_one(records, model, ["vllm", "serve", "org/model", *flags],  # type: ignore[arg-type]
+                    ConfigFile("config.json", REFERENCE), {"gpu_count": 8, "gpu_memory_gib": 80.0, "gpu_name": "H100",
+                                                            "compute_capability": 9.0}, with_valid=False)
+    if out.parse_error is not None:
+        return [out.parse_error.message]
+    return [e.printed if hasattr(e, "printed") else e.message for e in out.in_order()]
+
+
+def test_an_unknown_speculative_method_is_refused_by_its_field_validator_first(records_0_34) -> None:
+    # 0.34.0 turned `method` from a Literal (argparse's choices) into `SpeculativeMethod | str` checked by
+    # a field validator against get_args(SpeculativeMethod) and the methods plugins register (none)
+    first = predicted_0_34(records_0_34, "--spec-method", "not-a-choice")
+    assert first[0].startswith("Unknown speculative method not-a-choice. Built-in methods: ['bailing_hybrid_mtp'")
+    assert first[0].endswith("registered custom methods: [].")
+    assert first[1].startswith("num_speculative_tokens must be provided")  # after it, in vLLM's order
+    assert not any(m.startswith("Unknown speculative") for m in predicted_0_34(records_0_34, "--spec-method", "ngram"))
+
+
+def test_the_new_config_checks_of_0_34(records_0_34) -> None:
+    assert predicted_0_34(records_0_34, "--enable-extensible-kv-cache", "--kv-cache-memory-bytes", "8G") == [
+        "enable_extensible_kv_cache: it sizes the KV cache from measured memory, which kv_cache_memory_bytes overrides."]
+    assert predicted_0_34(records_0_34, "--enable-extensible-kv-cache", "--num-gpu-blocks-override", "100") == [
+        "enable_extensible_kv_cache: it sizes the KV cache from measured memory, which num_gpu_blocks_override overrides."]
+    assert predicted_0_34(records_0_34, "--kv-cache-memory-bytes", "8G") == []  # unset: vLLM turns it off itself
+    runner = predicted_0_34(records_0_34, "--enable-dbo", "--pipeline-parallel-size", "4")
+    assert runner and runner[0].startswith("The GPU model runner does not support: ")
+    assert predicted_0_34(records_0_34, "--enable-batch-sharded-sampling") == [
+        "Batch-sharded sampling was explicitly enabled via the --enable-batch-sharded-sampling flag, but is not "
+        "supported in this configuration for the following reason(s): tensor_parallel_size is 1, so there is "
+        "nothing to shard."]
+    assert predicted_0_34(records_0_34, "--mm-processor-device", "not-a-choice") == [
+        "argument --mm-processor-device: invalid choice: 'not-a-choice' (choose from 'auto', 'cpu', 'cuda')"]

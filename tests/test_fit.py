@@ -26,6 +26,19 @@ DATA = Path(__file__).resolve().parent / "data"
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
              "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
              "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16"}
+# vLLM 0.33.0's own templates of the memory errors, as kb's scan of that release has them
+NO_MEMORY_0_33 = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+                  "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
+                  "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+MAX_SEQ_LEN_0_33 = ("To serve at least one request with the model's max seq len ({max_model_len}), "
+                    "({format_gib(needed_memory)} GiB KV cache is needed, which is larger than the available KV cache "
+                    "memory ({format_gib(available_memory)} GiB). {estimated_msg}Try increasing `gpu_memory_utilization` "
+                    "(which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing "
+                    "the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+FREE_MEMORY_0_33 = ("Free memory on device {init_snapshot.device_} ({format_gib(init_snapshot.free_memory)}/"
+                    "{format_gib(init_snapshot.total_memory)} GiB) on startup is less than desired GPU memory utilization "
+                    "({cache_config.gpu_memory_utilization}, {format_gib(requested_memory)} GiB). Decrease GPU memory "
+                    "utilization or reduce GPU memory used by other processes.")
 REFERENCE = {**LLAMA3_8B, "hidden_size": 6144, "num_attention_heads": 48, "num_hidden_layers": 64, "head_dim": 128,
              "intermediate_size": 24576, "max_position_embeddings": 131072}
 
@@ -66,7 +79,8 @@ def test_the_reference_model_on_one_80_gib_gpu() -> None:
     f = compute(FitInput(shape_of(REFERENCE), 79.19 * GIB, True, max_model_len=131072, capability=(9, 0)))
     assert f.kv_bytes_per_token.value == 64 * 8 * 2 * 128 * 2 == 262_144
     assert [e.key for e in f.errors] == ["max-seq-len"]
-    message = f.errors[0].message
+    message, unfilled = f.errors[0].text(MAX_SEQ_LEN_0_33)
+    assert not unfilled
     assert message.startswith("To serve at least one request with the model's max seq len (131072), (32.0 GiB KV "
                               "cache is needed, which is larger than the available KV cache memory (")
     fits = int(f.max_model_len_fits.value)
@@ -80,9 +94,9 @@ def test_memory_errors_in_vllms_words() -> None:
     s = shape_of(LLAMA3_8B)
     none = compute(FitInput(s, 16 * GIB, True, utilization=0.9, max_model_len=8192))  # 15 GiB of weights
     assert [e.key for e in none.errors][:2] == ["weights", "no-memory"]
-    assert none.errors[1].message.startswith("No available memory for the cache blocks. Try increasing")
+    assert none.errors[1].text(NO_MEMORY_0_33) == (NO_MEMORY_0_33, ())  # no placeholders in 0.33.0's
     busy = compute(FitInput(s, 80 * GIB, True, max_model_len=8192, memory_used_elsewhere=20 * GIB))
-    assert busy.errors[0].message == ("Free memory on device cuda:0 (60.0/80.0 GiB) on startup is less than desired "
+    assert busy.errors[0].text(FREE_MEMORY_0_33)[0] == ("Free memory on device cuda:0 (60.0/80.0 GiB) on startup is less than desired "
                                       "GPU memory utilization (0.92, 73.6 GiB). Decrease GPU memory utilization or "
                                       "reduce GPU memory used by other processes.")
     auto = compute(FitInput(shape_of(REFERENCE), 79.19 * GIB, True, max_model_len=131072, auto_fit=True))
@@ -291,3 +305,85 @@ def test_hostile_configs_and_flags_are_refused_with_a_located_error(tmp_path: Pa
                                str(tmp_path), "--gpu", "h100", "--", "vllm", "serve", "m", *words],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 2 and "Traceback" not in done.stderr and "vLLM" in done.stderr, done.stderr
+
+
+def _from_template(template: str, message: str) -> Optional[list[str]]:
+    """The placeholders' values when `message` is `template` with its placeholders filled (None: it is not)."""
+    from kb.scan.messages import template_parts
+
+    parts, _ = template_parts(template)
+    m = re.fullmatch("(.*?)".join(re.escape(p) for p in parts), message, re.DOTALL)
+    return list(m.groups()) if m else None
+
+
+LLAMA_8K = {**LLAMA3_8B, "max_position_embeddings": 8192}
+RELEASE_LAUNCHES: list[tuple[str, dict[str, Any], list[str], dict[str, Any]]] = [
+    ("h100", REFERENCE, ["--max-model-len", "131072"], {}),
+    ("h100", REFERENCE, ["--max-model-len", "131072", "--gpu-memory-utilization", "0.9"], {}),
+    ("h100", REFERENCE, ["--max-model-len", "131072", "--no-enable-extensible-kv-cache"], {}),
+    ("h100", REFERENCE, ["--max-model-len", "-1"], {}),
+    ("h100", REFERENCE, ["--max-model-len", "4096"], {"gpu_memory_used_gib": 20}),
+    ("h100", REFERENCE, ["--max-model-len", "4096", "--no-enable-extensible-kv-cache"], {"gpu_memory_used_gib": 20}),
+    ("l4", LLAMA_8K, ["--max-model-len", "8192"], {}),
+    ("l4", LLAMA_8K, ["--max-model-len", "8192", "--gpu-memory-utilization", "0.7"], {}),
+    ("l4", LLAMA_8K, ["--max-model-len", "-1", "--gpu-memory-utilization", "0.68"],
+     {}),
+    ("l4", LLAMA_8K, ["--max-model-len", "8192", "--kv-cache-memory-bytes", "1000"], {}),
+    ("h100", REFERENCE, ["--max-model-len", "131072", "--num-gpu-blocks-override", "64"], {}),
+    ("h100", LLAMA_8K, ["--max-model-len", "8192"], {}),
+]
+
+
+@pytest.mark.release
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_every_predicted_memory_error_is_the_releases_own_template_filled(version: str) -> None:
+    """kb fit on the release: every error it predicts with an id is that id's template in the
+    release's scan, each placeholder filled (none left as `{...}`); the release's memory
+    functions are those kb follows (nothing unverified); 0.34.0 sizes the extensible KV cache."""
+    from kb.checks.launch import ConfigFile
+    from kb.fit.launch import fit_one
+    from kb.jobs import curated_records, scan_release
+    from kb.scan.source import SourceSpec
+
+    scan = scan_release(SourceSpec(vllm_version=version))
+    records = curated_records([("", scan)], None).records
+    templates = {r.id: r.template for r in records}
+    kinds: set[str] = set()
+    reports = []
+    for name, config, flags, extra in RELEASE_LAUNCHES:
+        g = gpu(name)
+        assert g is not None
+        if version == "0.33.0" and "--no-enable-extensible-kv-cache" in flags:
+            continue  # the flag is 0.34.0's
+        hardware = {"gpu_memory_gib": g.memory_gib, "memory_exact": True, "compute_capability": 8.9 if name == "l4" else 9.0,
+                    **extra}
+        report = fit_one(records, scan.config, ["vllm", "serve", "m", *flags], ConfigFile("config.json", config), hardware)
+        assert report.fit is not None and report.rules is not None and report.rules.unverified == ()
+        reports.append((flags, extra, report))
+        for e in report.errors:
+            kinds.add(e.key)
+            if e.id is None:
+                assert e.key == "weights"
+                continue
+            values = _from_template(templates[e.id], e.message)
+            assert values is not None and not e.unfilled, (e.id, templates[e.id], e.message)
+            assert not any("{" in v for v in values), e.message
+    assert kinds >= {"no-memory", "max-seq-len", "free-memory", "auto-fit"}, kinds
+    first = reports[0][2]
+    assert first.fit is not None and first.rules is not None
+    if version == "0.33.0":
+        assert first.fit.block_size == 16 and round(first.fit.requested.value / GIB, 2) == 72.85
+        assert not first.rules.extensible and first.fit.capacity is None
+        return
+    # 0.34.0: the extensible KV cache is the default: 1.0 of 79.19 GiB, CUDA graphs measured after warmup
+    assert first.fit.block_size == 64 and round(first.fit.requested.value / GIB, 2) == 79.19
+    assert first.rules.extensible and first.fit.capacity is not None
+    assert "The extensible KV cache already takes all device memory left after the model and its activations" \
+        in first.errors[0].message
+    assert "within `gpu_memory_utilization`=0.9; increase it" in reports[1][2].errors[0].message
+    off = reports[2][2]
+    assert off.fit is not None and off.fit.capacity is None and round(off.fit.requested.value / GIB, 2) == 72.85
+    assert "Try increasing `gpu_memory_utilization` when initializing the engine" in off.errors[0].message
+    # the "Free memory on device" check is skipped with the extensible KV cache, raised without it
+    assert not [e for e in reports[4][2].errors if e.key == "free-memory"]
+    assert [e.key for e in reports[5][2].errors][:1] == ["free-memory"]

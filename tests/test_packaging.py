@@ -73,7 +73,8 @@ def _pip_has_python_option() -> bool:
 
 
 def test_the_pages_workflow_builds_with_options_kb_takes() -> None:
-    """examples/github-pages.yml: valid YAML, and its `kb build` command parses with kb's own CLI."""
+    """examples/github-pages.yml: valid YAML; its `kb build` (the pinned site) and `kb release` (a
+    newer vLLM: a pull request with the worklist, never a published site) parse with kb's own CLI."""
     import shlex
 
     import yaml
@@ -81,10 +82,18 @@ def test_the_pages_workflow_builds_with_options_kb_takes() -> None:
     from kb.cli import parser
 
     flow = yaml.safe_load((Path(__file__).resolve().parent.parent / "examples" / "github-pages.yml").read_text())
+
+    def command(job: str, name: str) -> list[str]:
+        script = next(s["run"] for s in flow["jobs"][job]["steps"] if name in s.get("run", ""))
+        text = " ".join(line.rstrip("\\ ") for line in script.splitlines() if line.strip())
+        text = text[text.index(name):].replace("${{ needs.newest.outputs.version }}", "0.35.0")
+        return shlex.split(text.split(">")[0].split(";")[0])
+
+    args = parser().parse_args(command("build", "kb build")[1:])
+    assert args.vllm_version is None and args.output == "site"  # the pinned release
+    bump = parser().parse_args(command("bump", "kb release")[1:])
+    assert bump.version == "0.35.0" and bump.markdown and not bump.dry_run
+    assert any(s.get("uses", "").startswith("peter-evans/create-pull-request") for s in flow["jobs"]["bump"]["steps"])
+    assert not any("deploy-pages" in s.get("uses", "") for s in flow["jobs"]["bump"]["steps"])
     steps = flow["jobs"]["build"]["steps"]
-    script = next(s["run"] for s in steps if "kb build" in s.get("run", ""))
-    command = " ".join(line.rstrip("\\\\ ") for line in script.splitlines() if line.strip())
-    words = shlex.split(command[command.index("kb build"):].replace("${{ needs.newest.outputs.version }}", "0.33.0"))
-    args = parser().parse_args(words[1:])
-    assert args.vllm_version == "0.33.0" and args.output == "site"
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)

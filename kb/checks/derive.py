@@ -20,23 +20,28 @@ from __future__ import annotations
 
 import ast
 import copy
+import enum
+import functools
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kb.checks.computed import COMPUTED_PROPERTIES, SET_IN, Computed, Hardware, compute, modelled
-from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, check_whitelist, evaluate, shorten
+from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, check_whitelist, evaluate, holds, shorten
 from kb.checks.jsonfields import MISSING as JSON_MISSING
 from kb.checks.jsonfields import converter
 from kb.config.model import Build, ConfigModel, Flag
 from kb.config.resolve import (
     _BUILTINS,
+    CHECKPOINT,
     CONFIG_JSON,
     ENV,
     FLAG,
     HARDWARE,
     INTERNAL,
+    UNRESOLVED,
     FlagRule,
     Input,
     Scope,
@@ -47,7 +52,7 @@ from kb.config.resolve import (
     scope_of,
 )
 from kb.errors import ExprError, MissingInput
-from kb.model import REACH_UNKNOWN, Caller, RaiseSite
+from kb.model import REACH_UNKNOWN, Caller, LocalDef, RaiseSite
 from kb.scan.messages import placeholders
 
 LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
@@ -76,7 +81,8 @@ class Ref:
 
     name: str
     kind: str  # flag, flag-given (its value known only when given), flag-key (flag-key-given), given, config-json,
-    # env, platform, computed (what vLLM computes before its guards: kb/checks/computed.py),
+    # env, platform, computed (what vLLM computes before its guards: kb/checks/computed.py), value (a
+    # module-level value of vLLM's source: kb.config.names; `key` is its tagged JSON),
     # unknown (what kb cannot give before launch: `shown` says why)
     key: str  # the flag's dest; "dest.key" of a JSON-valued flag; the config.json key; the variable; the call
     shown: str  # as users name it: --tensor-parallel-size, config.json num_attention_heads
@@ -192,6 +198,7 @@ class _Compiler:
         self.assignments: dict[tuple[str, str], list[tuple[str, str, int, str]]] = {}
         self.fully_set: set[str] = set()  # configs whose fields vLLM sets by name (`setattr(self.x_config, ...)`)
         self.anything_set: dict[str, str] = {}  # class -> how its code sets any config's field by name
+        setters: dict[str, set[str]] = {}  # class -> the methods that do
         for c, a, how, method, line, when in model.assigned:
             if not a.startswith("@"):
                 self.assignments.setdefault((c, a), []).append((how, method, line, when))
@@ -199,15 +206,29 @@ class _Compiler:
             holder, _, name = a[1:].partition(".")  # `self.kernel_config.x = ...`: a field of KernelConfig
             if holder == "*":  # setattr(config_obj, key, ...): any field of any config, from that class's code
                 self.anything_set[c] = "set" if how == "set" or self.anything_set.get(c) == "set" else "default"
+                setters.setdefault(c, set()).add(method)
                 continue
             cls = self.class_names.get(holder.replace("_", "").lower())
             if cls is not None and name == "*":
                 self.fully_set.add(cls)
             elif cls is not None:
                 self.assignments.setdefault((cls, name), []).append(("set", f"{c}.{method}", line, "?"))
+        # class -> the (holder, field) its by-name setters can fill, where kb.config.order read them all; else None
+        fills: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for c, setter, holder, name in model.name_filled:
+            fills.setdefault((c, setter), set()).add((holder, name))
+        self.by_name: dict[str, Optional[set[tuple[str, str]]]] = {}
+        self.by_name_setters = setters
+        self.post_init_order = {(c, m): line for c, m, line in model.post_init_order}
+        for c, methods in setters.items():
+            known = [fills.get((c, m)) for m in methods]
+            self.by_name[c] = None if any(k is None or ("*", "*") in k for k in known) else \
+                set().union(*(k for k in known if k is not None))
         self.here: tuple[str, str, int] = ("", "", 0)  # the class, function and line of the site compiled
         self.site_file = ""
         self.in_own = False  # compiling the condition of a config's own change (own_changed_when)
+        self.validating = ""  # the class of the field validator compiled, if it is one
+        self.parsed_by: Optional[tuple[Flag, str]] = None  # the JSON-valued flag the site's config is parsed from
         self.class_defaults = {(c, f): v for c, f, v in model.class_defaults}
         self.late_methods = frozenset(m for _, m, _ in model.config_calls)  # what VllmConfig.__post_init__ calls
         self.late_site = False  # the site runs once VllmConfig is built (its own method, or one it calls)
@@ -222,16 +243,34 @@ class _Compiler:
             if f.parses_into and f.action == "store":
                 self.parsed_into.setdefault(f.parses_into, f)
         self.refs: dict[tuple[str, str], Ref] = {}
+        self.module_names = {(f, name, kind): value for f, name, kind, value in model.module_names}
+        self.exit_lines = {(f, q, _canonical(text)): line for f, q, line, text in model.exits}
+        self.chains = {(f, q, name): (first, last, e) for f, q, name, first, last, e in model.chains}
+        self.site_locals: dict[str, LocalDef] = {}
+        self.site_function = ""
+        # the line the value compiled is read at, in the site's own function (an early exit's test, a
+        # local's assignment): that function's assignments after it do not count (effective)
+        self.read_line: Optional[int] = None
+        # (class as FlagRule keys it, member) -> (file, class, expression): properties and small methods
+        self.members = {(c.replace("_", "").lower(), m): (f, c, e) for f, c, m, e in model.members}
 
     # --- a site ------------------------------------------------------------------------------
     def site(self, site: RaiseSite) -> Derived | Uncheckable:
         self.refs = {}
         self.bound = frozenset()
-        self.parsed_by: Optional[tuple[Flag, str]] = None
+        self.parsed_by = None
         qual = site.fact.qualname.split(".")
         self.here = (qual[-2] if len(qual) > 1 else "", qual[-1], site.line)
         self.site_file = site.file
+        # read points only where the function runs once through: not in a loop
+        in_loop = any(c.kind in ("for", "while", "for-else", "while-else") for c in site.fact.contexts)
+        self.site_locals = {} if in_loop else {d.name: d for d in site.fact.locals}
+        self.site_function = site.fact.qualname
+        self.read_line = None
         self.late_site = qual[0] == "VllmConfig"
+        # a field validator runs as pydantic validates what the config is built from: before the
+        # config's own code (its __post_init__, model validators, other methods) changes a field
+        self.validating = self.here[0] if site.fact.validation == "field_validator" and len(qual) == 2 else ""
         try:
             if not site.fact.guard_terms:
                 raise _Fail("no condition: raised whenever its function runs, which kb does not follow")
@@ -242,7 +281,9 @@ class _Compiler:
             inside = self.loops(site, scope)
             if REACH_UNKNOWN in site.fact.exits:
                 raise _Fail("raised inside a `try`, a `while` or a `match`, or after an exit kb does not read")
-            body = [self.term(t, scope, 0) for t in site.fact.exits]
+            body = [self.exit_term(t, scope, None if in_loop else
+                                   self.exit_lines.get((site.file, site.fact.qualname, _canonical(t))))
+                    for t in site.fact.exits]
             body += [self.term(t, scope, 0) for t in site.fact.guard_terms]
             loop_names = self.bound
             self.bound = frozenset()
@@ -403,6 +444,8 @@ class _Compiler:
                     continue
                 self.refs, self.bound, self.here = {}, frozenset(), ("EngineArgs", "create_engine_config", b.line)
                 self.late_site = False
+                self.validating = ""
+                self.parsed_by = None
                 self.conditional = {}
                 try:
                     value = ast.fix_missing_locations(self.term(source, _ENGINE_SCOPE, 0, engine=True))
@@ -446,6 +489,9 @@ class _Compiler:
             return self.named("unknown", text, f"{text}: {e}")
 
     def _reference(self, n: ast.expr, scope: Scope, depth: int, engine: bool) -> Optional[ast.expr]:
+        named = self.module_name(n, scope)
+        if named is not None:
+            return named
         parts = _named_attribute(n) or _chain(n)
         if parts is None or (len(parts) == 1 and parts[0] in _BUILTINS):
             return None
@@ -464,6 +510,13 @@ class _Compiler:
         if engine and head != "self" and not (len(parts) == 1 and head in scope.locals):
             raise _Unknown(f"{'.'.join(parts)[:80]}: a local of create_engine_config, not followed")
         if head in scope.locals and not (len(parts) > 1 and head.endswith("_config")):
+            own = scope is self.alive[0] and head in self.site_locals  # a local of the site's own function
+            chain = self.chains.get((scope.file, self.site_function, head)) if own else None
+            at = self.site_locals[head].line if own else None
+            if chain is not None and at is not None and chain[0] <= at <= chain[1]:
+                # assigned along an if/elif chain: one conditional expression, read where the chain is
+                value = self.read_at(chain[1], lambda: self.term(chain[2], scope, depth + 1, engine))
+                return self.tail(value, parts[1:], n, scope, depth, engine)
             if head in self.conditional.get(id(scope), frozenset()):
                 raise _Unknown(f"{head}: assigned in a block that does not enclose the raise, so it may hold "
                                "an earlier value")
@@ -474,7 +527,8 @@ class _Compiler:
                               {k: v for k, v in scope.locals.items() if k != head}, scope.validated, scope.callers)
                 self.alive.append(inner)  # held: its id keys its conditional locals
                 self.conditional[id(inner)] = self.conditional.get(id(scope), frozenset())
-            return self.tail(self.term(source, inner, depth + 1, engine), parts[1:], n, inner, depth, engine)
+            value = self.read_at(at, lambda: self.term(source, inner, depth + 1, engine))  # read where assigned
+            return self.tail(value, parts[1:], n, inner, depth, engine)
         if head in scope.params and not head.endswith("_config"):
             if len(scope.callers) != 1:
                 raise _Unknown(f"the parameter {head}: {len(scope.callers)} calls pass it")
@@ -490,9 +544,78 @@ class _Compiler:
             return self.term(dict(build.args)[head], _ENGINE_SCOPE, depth + 1, engine=True)
         text = ast.unparse(n) if isinstance(n, ast.Call) else ".".join(parts)
         found = self.reader.resolver.resolve(parts, text, scope, depth)
+        if len(found) != 1 or found[0].kind in (INTERNAL, CHECKPOINT, UNRESOLVED):
+            computed = self.member(parts, n, scope, depth)
+            if computed is not None:
+                return computed
         if len(found) != 1:
             raise _Unknown(f"{text[:80]}: not resolved to one input")
         return self.ref_of(found[0], parts, n, depth, engine)
+
+    def member(self, parts: tuple[str, ...], n: ast.expr, scope: Scope, depth: int) -> Optional[ast.expr]:
+        """A config's property or method that kb.config.members summarises (`self.parallel_config.use_ubatching`):
+        its expression, compiled in its own class (`self` is that config); None when there is none."""
+        if isinstance(n, ast.Call) and (n.args or n.keywords):
+            return None
+        owner = self.flag_rule.owner_of(parts[0], scope)
+        rest = parts[1:]
+        while owner is not None and len(rest) > 1 and rest[0].endswith("_config"):
+            owner = self.flag_rule.owner_key(rest[0])
+            rest = rest[1:]
+        if owner is None or len(rest) != 1 or (rest[0].endswith("()") != isinstance(n, ast.Call)):
+            return None
+        found = self.members.get((owner, rest[0]))
+        if found is None:
+            return None
+        file, cls, source = found
+        try:
+            return self.term(source, Scope(file, cls, rest[0].removesuffix("()")), depth + 1)
+        except _Fail as e:
+            raise _Unknown(f"{cls}.{rest[0]}: {e}") from None
+
+    def module_name(self, n: ast.expr, scope: Scope) -> Optional[ast.expr]:
+        """A module-level name of the file that the tree gives a value (kb.config.names): a
+        constant, `get_args` of a Literal alias, a registry only plugins fill (`f()`, empty)."""
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "get_args" and \
+                len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Name):
+            name, kind = n.args[0].id, "literal"
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.args and not n.keywords:
+            name, kind = n.func.id, "call"
+        elif isinstance(n, ast.Name):
+            name, kind = n.id, "value"
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):  # KVCacheAccess.EXPORTS_FD
+            name, kind = n.value.id, "enum"
+        else:
+            return None
+        if name in scope.locals or name in scope.params or name in self.bound:
+            return None
+        found: Any = self.module_names.get((scope.file, name, kind))
+        if not isinstance(found, list):
+            return None
+        if kind == "literal":
+            found = ["tuple", [["const", v] for v in found if isinstance(v, (str, int, float, bool)) or v is None]]
+        if kind == "enum":
+            assert isinstance(n, ast.Attribute)
+            if not any(m == n.attr for m, _ in found[1]):
+                return None
+            found = ["member", [found[0], found[1], n.attr]]
+        text = ast.unparse(n)
+        return self.named("value", json.dumps(found, sort_keys=True), f"{text} (vLLM's own {'value' if kind != 'call' else 'registry, empty without plugins'})")
+
+    def exit_term(self, text: str, scope: Scope, line: Optional[int]) -> ast.expr:
+        """An early exit's test, its values read at its line."""
+        return self.read_at(line, lambda: self.term(text, scope, 0))
+
+    def read_at(self, line: Optional[int], compile_: Callable[[], ast.expr]) -> ast.expr:
+        """What `compile_` gives with its values read at `line` of the site's function (not later)."""
+        if line is None or (self.read_line is not None and self.read_line <= line):
+            return compile_()
+        saved = self.read_line
+        self.read_line = line
+        try:
+            return compile_()
+        finally:
+            self.read_line = saved
 
     def tail(self, value: ast.expr, rest: tuple[str, ...], n: ast.expr, scope: Scope, depth: int,
              engine: bool) -> ast.expr:
@@ -587,7 +710,7 @@ class _Compiler:
         functions of this release that it follows exactly)."""
         if flag.dest not in SET_IN or not modelled(self.model, flag.dest):
             return False
-        if flag.config_class in self.fully_set or (self.late_site and "VllmConfig" in self.anything_set):
+        if flag.config_class in self.fully_set or self.named_fill(flag.config_class or "", flag.config_field or ""):
             return False
         sets = [("EngineArgs", a) for a in self.effective("EngineArgs", flag.dest)]
         if not engine_field and flag.config_class and flag.config_field:
@@ -597,16 +720,33 @@ class _Compiler:
     def only_none_filled(self, cls: str, field_name: str) -> bool:
         """Nothing sets the field before the site but VllmConfig._set_config_default, which fills
         a field by name only when it is None."""
-        return not self.effective(cls, field_name) and cls not in self.fully_set and self.late_site and \
-            self.anything_set.get("VllmConfig") == "default"
+        return not self.effective(cls, field_name) and cls not in self.fully_set and \
+            self.named_fill(cls, field_name) == "default"
+
+    def named_fill(self, cls: str, field_name: str) -> Optional[str]:
+        """How VllmConfig's code may set the field by name (`setattr(config_obj, key, value)`) before
+        a site that runs once VllmConfig is built: "default", "set", or None when it does not (its
+        by-name setters fill only the keys of the defaults tables they walk: kb.config.order.name_filled)."""
+        if not self.late_site or "VllmConfig" not in self.anything_set:
+            return None
+        if self.by_name_setters and all(self.runs_after("VllmConfig", m, self.read_line or self.here[2])
+                                        for m in self.by_name_setters.get("VllmConfig", {"?"})):
+            return None  # its by-name setters run only after the site
+        known = self.by_name.get("VllmConfig")
+        if known is not None:
+            key = cls.replace("_", "").lower()
+            if not any((not holder and cls == "VllmConfig" and name == field_name) or
+                       (holder and holder.replace("_", "").lower() == key and name == field_name)
+                       for holder, name in known):
+                return None
+        return self.anything_set["VllmConfig"]
 
     def own_changed_when(self, cls: str, field_name: str) -> Optional[ast.expr]:
         """When a config's own __post_init__ changes one of its fields before the site (SchedulerConfig
         turns chunked prefill off `if is_encoder_decoder`): those conditions, read in __post_init__
         (its InitVars are what create_engine_config passes), joined by `or`; None when one is not
         read, or the change is elsewhere. Only for a site of that class: its file is the class's."""
-        if self.here[0] != cls or cls in self.fully_set or (self.late_site and "VllmConfig" in self.anything_set) \
-                or self.in_own:
+        if self.here[0] != cls or cls in self.fully_set or self.named_fill(cls, field_name) or self.in_own:
             return None  # not inside another such condition: one level, so the check stays small
         conditions: list[ast.expr] = []
         scope = Scope(self.site_file, cls, "__post_init__")
@@ -655,24 +795,50 @@ class _Compiler:
         """"set" when vLLM's own code may change the field before the site raises, "default" when it only
         fills it when unset, None when it does not set it: an assignment later in the site's own
         function does not count."""
-        if cls in self.fully_set:
+        if cls in self.fully_set and not self.runs_first(cls):
             return "set"
         hows = {how for how, _, _, _ in self.effective(cls, field_name)}
-        if self.late_site and "VllmConfig" in self.anything_set:  # VllmConfig sets fields by name first
-            hows.add(self.anything_set["VllmConfig"])
+        by_name = self.named_fill(cls, field_name)  # VllmConfig sets fields by name first
+        if by_name:
+            hows.add(by_name)
         return "set" if "set" in hows else "default" if hows else None
+
+    def runs_after(self, cls: str, method: str, line: int, assigned_at: int = 0) -> bool:
+        """What `method` does (at `assigned_at`) runs after the site (at `line` of its own function):
+        the config's __post_init__ first runs `method`, or runs that line of itself, after it runs the
+        site, as kb.config.order.post_init_order reads it; False when not known."""
+        _, function, _ = self.here
+        at = line if function == "__post_init__" else self.post_init_order.get((cls, function))
+        if at is None:
+            return False
+        if method == "__post_init__":
+            return function != "__post_init__" and assigned_at > at
+        first = self.post_init_order.get((cls, method))
+        return first is not None and first > at
+
+    def runs_first(self, cls: str) -> bool:
+        """The site runs as the config is made, before any other class's code may touch it: a
+        field validator of that config, or a check of a config vLLM's parser makes from a flag's JSON."""
+        return self.validating == cls or (self.parsed_by is not None and self.parsed_by[1] == cls)
 
     def effective(self, cls: str, field_name: str) -> list[tuple[str, str, int, str]]:
         """The assignments of a field that may run before the site: not those later in its own
         function, nor, for a site that runs before VllmConfig is built, those of VllmConfig's own
         methods and of the config methods VllmConfig.__post_init__ calls."""
         owner, function, line = self.here
+        line = self.read_line if self.read_line is not None else line
         out = []
         for a in self.assignments.get((cls, field_name), []):
             container, _, method = a[1].rpartition(".")  # "VllmConfig.__post_init__" for a field set through a holder
             container = container or cls
             if container == owner and method == function and a[2] > line:
                 continue
+            if self.validating and container == self.validating:
+                continue  # the config's own code runs after its field validators
+            if self.parsed_by is not None and container != self.parsed_by[1]:
+                continue  # built by vLLM's parser from the flag's JSON: no other code has run yet
+            if container == owner and self.runs_after(owner, method, line, a[2]):
+                continue  # __post_init__ calls that method only after the site
             if not self.late_site and (container == "VllmConfig" or method in self.late_methods):
                 continue
             out.append(a)
@@ -772,6 +938,17 @@ class _Compiler:
             except (_Fail, ExprError, RecursionError, ValueError):
                 self.refs = saved
         return tuple(out)
+
+
+def _canonical(text: str) -> str:
+    """A condition's source as ast.unparse writes it (the scan and kb.config.flow may differ)."""
+    node = _parse(text)
+    if node is None:
+        return text
+    try:
+        return ast.unparse(node)
+    except (ValueError, RecursionError):
+        return text
 
 
 def _reads(node: ast.expr, names: frozenset[str]) -> bool:
@@ -877,7 +1054,37 @@ def value_of(ref: Ref, facts: Facts) -> Any:
         return facts.platform.get(ref.key, _MISSING)
     if ref.kind == "computed":
         return facts.computed.values.get(ref.key, _MISSING)
+    if ref.kind == "value":
+        return constant_value(ref.key)
     return _MISSING
+
+
+@functools.lru_cache(maxsize=64)
+def _flag_class(name: str, members: tuple[tuple[str, int], ...]) -> Any:
+    return enum.IntFlag(name, dict(members))
+
+
+@functools.lru_cache(maxsize=1024)
+def _decoded(key: str) -> Any:
+    return json.loads(key)
+
+
+def constant_value(key: str) -> Any:
+    """A value of vLLM's source (kb.config.names), from its tagged JSON: ["tuple", [["const", "a"]]]."""
+    return _untagged(_decoded(key))
+
+
+def _untagged(tagged: Any) -> Any:
+    kind, value = tagged
+    if kind == "const":
+        return value
+    if kind == "member":  # a member of a flag enum: `in` and `|` as Python computes them
+        cls, members, member = value
+        return _flag_class(cls, tuple((m, v) for m, v in members))[member]
+    if kind == "dict":
+        return {_untagged(k): _untagged(v) for k, v in value}
+    items = [_untagged(v) for v in value]
+    return tuple(items) if kind == "tuple" else frozenset(items) if kind == "set" else items
 
 
 @dataclass(frozen=True)
@@ -898,7 +1105,7 @@ def run(check: Derived, facts: Facts, template: str) -> Verdict:
         if v is not _MISSING:
             values[r.name] = v
     try:
-        raises = bool(evaluate(check.expr, values, derived=True))
+        raises = holds(check.expr, values)
     except MissingInput as e:
         needed = tuple(facts.computed.missing.get(r.key, r.shown) if r.kind == "computed" else r.shown
                        for r in check.refs if r.name == e.name)

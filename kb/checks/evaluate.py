@@ -41,7 +41,7 @@ TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, 
                           "tuple": tuple, "set": set}
 METHODS: dict[type, frozenset[str]] = {
     str: frozenset({"lower", "upper", "strip", "startswith", "endswith", "removeprefix", "removesuffix", "split",
-                    "isdigit", "casefold"}),
+                    "isdigit", "casefold", "join"}),
     dict: frozenset({"get", "keys", "values", "items"}),
 }
 ALL_METHODS = frozenset().union(*METHODS.values())
@@ -180,6 +180,74 @@ def evaluate(expr: str | ast.expr, env: Mapping[str, Any], derived: bool = False
         raise ExprError(f"{type(e).__name__}: {_short(str(e))} in {_short(ast.unparse(node))!r}") from None
 
 
+def holds(expr: str, env: Mapping[str, Any]) -> bool:
+    """Whether a derived check's condition holds, read the way a condition is (three-valued):
+    `a or b` holds when b does, whatever a is; `a and b` fails when b does. MissingInput only
+    when the values given do not decide it (kb/checks/derive.py)."""
+    node = _parse_checked(expr, True)
+    _work.left = MAX_WORK
+    try:
+        return _truth(node, {**TYPES, **env})
+    except ExprError:
+        raise
+    except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, OverflowError, MemoryError,
+            RecursionError) as e:
+        raise ExprError(f"{type(e).__name__}: {_short(str(e))} in {_short(ast.unparse(node))!r}") from None
+
+
+def _truth(n: ast.expr, env: Mapping[str, Any]) -> bool:
+    """The truth of a condition: an operand of `and` / `or` that is not known does not hide one
+    that decides (a known False of `and`, a known True of `or`). An operand that fails after an
+    unknown one leaves `or` undecided (vLLM may fail there instead) and `and` false or failing."""
+    if isinstance(n, ast.BoolOp):
+        decides = not isinstance(n.op, ast.And)  # the truth that decides: False for `and`, True for `or`
+        missing: Optional[MissingInput] = None
+        failed = False
+        for v in n.values:
+            try:
+                t = _truth(v, env)
+            except MissingInput as e:
+                missing = missing or e
+                continue
+            except (ExprError, TypeError, ValueError, ZeroDivisionError, KeyError, IndexError):
+                if missing is None:
+                    raise  # Python evaluates it too: it fails there
+                failed = True  # evaluated only for some values of the unknown one
+                continue
+            if t == decides:
+                if failed and decides and missing is not None:
+                    raise missing  # `or`: vLLM may fail on the operand kb could not evaluate first
+                return decides
+        if missing is not None:
+            raise missing
+        return not decides
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+        return not _truth(n.operand, env)
+    if isinstance(n, ast.IfExp):
+        return _truth(n.body, env) if _truth(n.test, env) else _truth(n.orelse, env)
+    if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add) and _listed(n):
+        # lists joined: not empty when one of them is not (kb.config.members' collected lists)
+        return _truth(ast.BoolOp(ast.Or(), [n.left, n.right]), env)
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "list" and len(n.args) == 1 and \
+            _listed(n.args[0]):
+        return _truth(n.args[0], env)
+    return bool(_eval(n, env))
+
+
+def _listed(n: ast.expr) -> bool:
+    """Written so that it can only be a list: a list display, `list(...)`, a conditional expression
+    or a `+` of such."""
+    if isinstance(n, ast.List):
+        return True
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "list":
+        return True
+    if isinstance(n, ast.IfExp):
+        return _listed(n.body) and _listed(n.orelse)
+    if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add):
+        return _listed(n.left) and _listed(n.right)
+    return False
+
+
 def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.Constant):
         return n.value
@@ -204,9 +272,9 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
                 return value
         return value
     if isinstance(n, ast.UnaryOp):
-        v = _eval(n.operand, env)
         if isinstance(n.op, ast.Not):
-            return not v
+            return not _truth(n.operand, env)
+        v = _eval(n.operand, env)
         return -v if isinstance(n.op, ast.USub) else +v
     if isinstance(n, ast.BinOp):
         left, right = _eval(n.left, env), _eval(n.right, env)
@@ -223,7 +291,7 @@ def _eval(n: ast.expr, env: Mapping[str, Any]) -> Any:
             left = right
         return True
     if isinstance(n, ast.IfExp):
-        return _eval(n.body, env) if _eval(n.test, env) else _eval(n.orelse, env)
+        return _eval(n.body, env) if _truth(n.test, env) else _eval(n.orelse, env)
     if isinstance(n, (ast.List, ast.Tuple)):
         items = [_eval(e, env) for e in n.elts]
         return _computed(items if isinstance(n, ast.List) else tuple(items), n)

@@ -24,6 +24,30 @@ FOLLOWED: tuple[tuple[str, str], ...] = (
     ("vllm.transformers_utils.config", "iter_rope_parameters"),
     ("vllm.transformers_utils.config", "is_encoder_decoder"),
     ("vllm.config.model", "ModelConfig.is_encoder_decoder"),
+    # the memory steps of kb fit (kb/fit/follow.py)
+    ("vllm.v1.worker.utils", "request_memory"),
+    ("vllm.v1.worker.gpu_worker", "Worker.determine_available_memory"),
+    ("vllm.utils.mem_utils", "memory_profiling"),
+    ("vllm.v1.core.kv_cache_planning", "_check_enough_kv_cache_memory"),
+    ("vllm.v1.core.kv_cache_planning", "_estimate_max_model_len_from_groups"),
+    ("vllm.v1.core.kv_cache_planning", "_auto_fit_max_model_len"),
+    ("vllm.v1.core.kv_cache_planning", "_get_kv_cache_groups_uniform_page_size"),
+    ("vllm.v1.core.kv_cache_planning", "_more_kv_cache_memory_hint"),
+    ("vllm.v1.core.kv_cache_utils", "update_kv_cache_capacity"),
+    # where releases before kv_cache_planning.py kept them (the first found is the tree's)
+    ("vllm.v1.core.kv_cache_utils", "_check_enough_kv_cache_memory"),
+    ("vllm.v1.core.kv_cache_utils", "_estimate_max_model_len_from_groups"),
+    ("vllm.v1.core.kv_cache_utils", "_auto_fit_max_model_len"),
+    ("vllm.v1.core.kv_cache_utils", "_get_kv_cache_groups_uniform_page_size"),
+    ("vllm.config.cache", "CacheConfig.resolved_gpu_memory_utilization"),
+    ("vllm.config.vllm", "VllmConfig._resolve_extensible_kv_cache"),
+    ("vllm.v1.worker.extensible_kv_cache", "measure_kv_cache_bytes"),
+)
+# (module, qualified name) of the constants kb fit reads from the tree, when they are literals
+CONSTANTS: tuple[tuple[str, str], ...] = (
+    ("vllm.config.cache", "CacheConfig.DEFAULT_BLOCK_SIZE"),
+    ("vllm.config.cache", "CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION"),
+    ("vllm.v1.worker.extensible_kv_cache", "KV_CACHE_MARGIN_FRACTION"),
 )
 CONVERTORS = ("vllm.transformers_utils.model_arch_config_convertor", "MODEL_ARCH_CONFIG_CONVERTORS")
 MAX_LEN_METHOD = "derive_max_model_len_and_key"
@@ -46,13 +70,44 @@ def _find(tree: ast.Module, qualname: str) -> Optional[ast.AST]:
     return node
 
 
+def _constant(tree: ast.Module, qualname: str) -> Optional[ast.expr]:
+    """The value a module or class assigns to a name (`X = 1`, `X: ClassVar[int] = 1`)."""
+    *owner, name = qualname.split(".")
+    body: list[ast.stmt] = tree.body
+    if owner:
+        found = _find(tree, ".".join(owner))
+        if not isinstance(found, ast.ClassDef):
+            return None
+        body = found.body
+    for s in body:
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name:
+            return s.value
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
+            return s.value
+    return None
+
+
+def followed_constants(modules: Modules) -> tuple[tuple[str, float], ...]:
+    """(qualified name, value) of the CONSTANTS the tree assigns a number literal."""
+    out: list[tuple[str, float]] = []
+    for module_name, qualname in CONSTANTS:
+        module = modules.get(module_name)
+        node = _constant(module.tree, qualname) if module is not None else None
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            out.append((qualname, node.value))
+    return tuple(out)
+
+
 def followed_digests(modules: Modules) -> tuple[tuple[str, str], ...]:
-    """(qualified name, digest) of the followed functions the tree has."""
+    """(qualified name, digest) of the followed functions the tree has (where a function has two
+    homes, the first that has it)."""
     out: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for module_name, qualname in FOLLOWED:
         module = modules.get(module_name)
         node = _find(module.tree, qualname) if module is not None else None
-        if node is not None:
+        if node is not None and qualname not in seen:
+            seen.add(qualname)
             out.append((qualname, digest(node)))
     return tuple(out)
 

@@ -42,6 +42,10 @@ MAX_EXPR_DEPTH = 100
 MAX_LOOP = 2_000
 MAX_ACTIONS = 5_000  # vLLM 0.33 adds 322
 SUPPRESS = SUPPRESS_TEXT
+# What vLLM's platform object answers where the parser reads it (`choices=[..., current_platform.device_type]`):
+# an NVIDIA GPU, the platform `kb check` assumes and vLLM's help was recorded on (bench/oracle/).
+PLATFORM_OBJECT = "vllm.platforms.current_platform"
+PLATFORM: dict[str, Any] = {"device_type": "cuda"}
 
 
 class Budget(Exception):
@@ -520,6 +524,8 @@ class Reader:
         if isinstance(base, Builtin):
             if base.name in ("argparse", "argparse.argparse") and attr == "SUPPRESS":
                 return SUPPRESS
+            if base.name == PLATFORM_OBJECT and attr in PLATFORM:
+                return PLATFORM[attr]
             return Builtin(f"{base.name}.{attr}")
         if isinstance(base, str) and attr in _STR_METHODS:
             return Method(base, attr)

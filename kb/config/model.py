@@ -245,6 +245,21 @@ class ConfigModel:
     followed: tuple[tuple[str, str], ...] = ()
     # config.json model types whose `derive_max_model_len_and_key` vLLM overrides (kb.config.computed)
     max_len_overrides: tuple[str, ...] = ()
+    # (qualified name, value) of the number constants kb fit reads (kb.config.computed.CONSTANTS)
+    constants: tuple[tuple[str, float], ...] = ()
+    # (file, name, kind, value): what the module-level names the launch files read hold (kb.config.names)
+    module_names: tuple[tuple[str, str, str, JSON], ...] = ()
+    # (file, class, member, expression): what a config's property (`x`) or method (`x()`) computes (kb.config.members)
+    members: tuple[tuple[str, str, str, str], ...] = ()
+    # (file, function, line, negated test): the early exits of the launch files' functions (kb.config.flow)
+    exits: tuple[tuple[str, str, int, str], ...] = ()
+    # (file, function, local, first line, last line, expression): a local an if/elif chain assigns (kb.config.flow)
+    chains: tuple[tuple[str, str, str, int, int, str], ...] = ()
+    # (class, setter, holder, field): what a by-name default setter (VllmConfig._set_config_default) can
+    # fill; holder "" the class's own field; ("*", "*") not read (kb.config.order.name_filled)
+    name_filled: tuple[tuple[str, str, str, str], ...] = ()
+    # (class, method, line): where a config's __post_init__ first runs each method it calls (kb.config.order)
+    post_init_order: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -291,6 +306,13 @@ class ConfigModel:
             "engine_configs": [list(c) for c in self.engine_configs],
             "followed": [list(f) for f in self.followed],
             "max_len_overrides": list(self.max_len_overrides),
+            "constants": [list(c) for c in self.constants],
+            "module_names": [list(n) for n in self.module_names],
+            "members": [list(m) for m in self.members],
+            "exits": [list(e) for e in self.exits],
+            "chains": [list(c) for c in self.chains],
+            "name_filled": [list(f) for f in self.name_filled],
+            "post_init_order": [list(o) for o in self.post_init_order],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -311,4 +333,11 @@ class ConfigModel:
             tuple((c[0], c[1], c[2]) for c in d["class_defaults"]),
             tuple(JsonField.from_json(f) for f in d["json_fields"]),
             tuple((c[0], c[1], c[2]) for c in d["engine_configs"]),
-            tuple((f[0], f[1]) for f in d["followed"]), tuple(d["max_len_overrides"]))
+            tuple((f[0], f[1]) for f in d["followed"]), tuple(d["max_len_overrides"]),
+            tuple((c[0], c[1]) for c in d.get("constants", ())),
+            tuple((n[0], n[1], n[2], n[3]) for n in d.get("module_names", ())),
+            tuple((m[0], m[1], m[2], m[3]) for m in d.get("members", ())),
+            tuple((e[0], e[1], e[2], e[3]) for e in d.get("exits", ())),
+            tuple((c[0], c[1], c[2], c[3], c[4], c[5]) for c in d.get("chains", ())),
+            tuple((f[0], f[1], f[2], f[3]) for f in d.get("name_filled", ())),
+            tuple((o[0], o[1], o[2]) for o in d.get("post_init_order", ())))

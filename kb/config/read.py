@@ -13,12 +13,15 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, TypeVar
 
-from kb.config.computed import followed_digests, max_len_overrides
+from kb.config.computed import followed_constants, followed_digests, max_len_overrides
 from kb.config.envs import read_envs
+from kb.config.flow import function_flow
 from kb.config.hfkeys import read_config_keys
 from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
+from kb.config.members import member_summaries
 from kb.config.model import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
+from kb.config.names import module_names
 from kb.config.order import (
     assigned_fields,
     build_order,
@@ -26,7 +29,9 @@ from kb.config.order import (
     class_fields,
     config_calls,
     engine_configs,
+    name_filled,
     parser_hints,
+    post_init_order,
 )
 from kb.config.requests import read_request_fields
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
@@ -77,13 +82,44 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
     locals_: list[tuple[str, str, int]] = _inputs(modules, "the configs create_engine_config keeps in locals",
                                                   "vllm/engine/arg_utils.py", lambda r: list(engine_configs(r)),
                                                   warnings)
+    filled: list[tuple[str, str, str, str]] = _inputs(modules, "the fields filled by name", "vllm/config/vllm.py",
+                                                      lambda r: list(name_filled(r)), warnings)
+    post_init: list[tuple[str, str, int]] = _inputs(modules, "the methods __post_init__ runs", "vllm/config",
+                                                    lambda r: list(post_init_order(r)), warnings)
     hints: list[tuple[str, str]] = _inputs(modules, "the parser's hints", "vllm/utils/argparse_utils.py",
                                            lambda r: list(parser_hints(r)), warnings)
     warnings += modules.warnings + reader.warnings
     return ConfigModel(tuple(flags), tuple(groups), parser_file, tuple(sorted(set(warnings), key=_where)),
                        tuple(env), tuple(keys), tuple(fields), tuple(order), tuple(hints), tuple(made),
                        tuple(assigned), tuple(calls), tuple(defaults),
-                       tuple(json_fields), tuple(locals_), followed_digests(modules), max_len_overrides(modules))
+                       tuple(json_fields), tuple(locals_), followed_digests(modules), max_len_overrides(modules),
+                       followed_constants(modules), _names(paths, read), *_members(paths, read), tuple(filled),
+                       tuple(post_init))
+
+
+def _names(paths: Sequence[str], read: Callable[[str], bytes]) -> tuple[tuple[str, str, str, JSON], ...]:
+    """What the launch files' module-level names hold (kb.config.names), with modules of its own."""
+    try:
+        return module_names(Modules(list(paths), read), paths, read)
+    except (Budget, RecursionError):
+        return ()
+
+
+def _members(paths: Sequence[str], read: Callable[[str], bytes]) -> tuple[
+        tuple[tuple[str, str, str, str], ...], tuple[tuple[str, str, int, str], ...],
+        tuple[tuple[str, str, str, int, int, str], ...]]:
+    """What the configs' properties and small methods compute (kb.config.members); where the launch
+    files' functions exit early, and the locals if/elif chains assign (kb.config.flow)."""
+    modules = Modules(list(paths), read)
+    try:
+        members = member_summaries(modules, paths)
+    except RecursionError:
+        members = ()
+    try:
+        exits, chains = function_flow(modules, paths)
+    except RecursionError:
+        exits, chains = (), ()
+    return members, exits, chains
 
 
 _T = TypeVar("_T")

@@ -1,8 +1,9 @@
 """One launch sized as `kb fit` does: the command through vLLM's parser (kb/checks/cli_parse.py),
 the values vLLM computes before it starts (max_model_len, the batch defaults per GPU:
 kb/checks/computed.py), the release's own defaults (`--gpu-memory-utilization`,
-VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS) from its flag model, then the memory arithmetic
-(kb/fit/memory.py); the errors it predicts get the ids of the release's raise sites."""
+VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, the block size, the extensible KV cache) from its flag
+model and its code (kb/fit/follow.py), then the memory arithmetic (kb/fit/memory.py); the errors
+it predicts get the ids of the release's raise sites and its own templates, filled with kb's numbers."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kb.checks.derive import facts_of
 from kb.checks.launch import MAX_LISTED, ConfigFile, serve_words
 from kb.config.model import ConfigModel
 from kb.errors import UsageError
+from kb.fit.follow import Rules, rules_of
 from kb.fit.memory import GIB, Fit, FitInput, compute
 from kb.fit.shape import shape_of
 from kb.model import Record
@@ -45,7 +47,9 @@ MAX_INDEX_BYTES = 16 * 1024 * 1024
 class FitError:
     key: str
     id: Optional[str]  # the raise site's id in this release (None: not a vLLM raise, e.g. CUDA OOM)
-    message: str
+    message: str  # the release's template filled with kb's numbers (for id None: kb's own words)
+    unfilled: tuple[str, ...] = ()  # placeholders of the template kb has no value for
+    after_warmup: bool = False  # raised after CUDA graph capture and warmup (the extensible KV cache)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class FitReport:
     errors: tuple[FitError, ...]
     parse_error: Optional[ParseError]
     assumptions: tuple[str, ...]  # what kb assumed, where the launch did not say
+    rules: Optional[Rules] = None  # how the release sizes the KV cache, and what kb has not checked for it
 
 
 def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
@@ -79,13 +84,37 @@ def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
 
 
 def release_defaults(model: Optional[ConfigModel]) -> tuple[float, bool]:
-    """The release's `--gpu-memory-utilization` default and whether it subtracts CUDA graph memory
-    before sizing the KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default), from its flag
-    model; vLLM 0.33.0's (0.92, on) when it does not say."""
+    """The release's `--gpu-memory-utilization` default when the flag says a number (0.34.0: None,
+    resolved by kb.fit.follow.Rules) and whether it subtracts CUDA graph memory before sizing the
+    KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default), from its flag model; vLLM
+    0.33.0's (0.92, on) when it does not say."""
     flag = model.flag("--gpu-memory-utilization") if model is not None else None
-    util = flag.default if flag is not None and flag.default_exact and isinstance(flag.default, float) else 0.92
+    util = flag.default if flag is not None and flag.default_exact and isinstance(flag.default, float) else None
     env = model.env_var("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS") if model is not None else None
-    return util, bool(env.default) if env is not None and env.default_known and env.default_exact else True
+    rules = rules_of(model, util)
+    return util if util is not None else rules.default_utilization, \
+        bool(env.default) if env is not None and env.default_known and env.default_exact else True
+
+
+def calculator(model: Optional[ConfigModel], records: Sequence[Record]) -> dict[str, object]:
+    """What the memory pages' calculator (static/fit.js) computes with for this release: its defaults,
+    its rules and its own templates of the memory errors."""
+    from kb.fit.memory import definitions
+
+    util, cg = release_defaults(model)
+    templates = {key: r.template for key in TEMPLATES
+                 for r in [next((r for r in records if fit_error_key(r.template) == key), None)] if r is not None}
+    return definitions(util, cg, rules_of(model, util), templates)
+
+
+def extensible_on(rules: Rules, flags: Mapping[str, Any]) -> bool:
+    """`VllmConfig._resolve_extensible_kv_cache` on a CUDA GPU: on unless the launch turns it off,
+    gives --kv-cache-memory-bytes or --num-gpu-blocks-override, or uses elastic EP (KV connectors
+    that need it off kb does not follow: it says so in the assumptions)."""
+    if not rules.extensible or flags.get("enable_extensible_kv_cache") is False:
+        return False
+    return (flags.get("kv_cache_memory_bytes") is None and flags.get("num_gpu_blocks_override") is None
+            and not flags.get("enable_elastic_ep"))
 
 
 def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Sequence[str], config: ConfigFile,
@@ -112,7 +141,11 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         value = flags.get(dest)
         if value is not None and (not isinstance(value, int) or value < low):
             raise UsageError(f"--{dest.replace('_', '-')} {value}: vLLM refuses it (at least {low})")
-    util = number("gpu_memory_utilization", 0.92)
+    flag_util, cg = release_defaults(model)
+    rules = rules_of(model, flag_util)
+    extensible = extensible_on(rules, flags)
+    default_util = 1.0 if extensible else rules.default_utilization  # CacheConfig.resolved_gpu_memory_utilization
+    util = number("gpu_memory_utilization", default_util)
     if not isinstance(util, (int, float)) or not 0 < util <= 1:
         raise UsageError(f"--gpu-memory-utilization {util}: vLLM takes a share above 0 and at most 1")
     length = got.get("max_model_len")
@@ -124,14 +157,13 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         tokens, seqs = number("max_num_batched_tokens", 2048), number("max_num_seqs", 256)
         assumptions.append(f"max_num_batched_tokens {tokens}, max_num_seqs {seqs} (vLLM's default here: "
                            f"{facts.computed.missing.get('max_num_batched_tokens', 'unknown')})")
-    _, cg = release_defaults(model)
     shape = shape_of(config.data, config.path)
     kv_bytes = number("kv_cache_memory_bytes", None)
     blocks = number("num_gpu_blocks_override", None)
     inp = FitInput(
         shape=shape, total_memory=float(memory) * GIB, memory_exact=bool(hardware.get("memory_exact")),
         tp=int(number("tensor_parallel_size", 1)), pp=int(number("pipeline_parallel_size", 1)),
-        utilization=float(number("gpu_memory_utilization", 0.92)), max_model_len=length,
+        utilization=float(util), max_model_len=length,
         auto_fit=parsed.values.get("max_model_len") == -1, kv_cache_dtype=str(number("kv_cache_dtype", "auto")),
         max_num_batched_tokens=tokens, max_num_seqs=seqs, enforce_eager=bool(number("enforce_eager", False)),
         block_size=number("block_size", None), cpu_offload_gib=float(number("cpu_offload_gb", 0) or 0),
@@ -139,10 +171,21 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         num_gpu_blocks_override=int(blocks) if isinstance(blocks, int) else None,
         quantization=flags.get("quantization"), checkpoint_bytes=checkpoint,
         memory_used_elsewhere=float(hardware.get("gpu_memory_used_gib") or 0) * GIB,
-        estimate_cudagraphs=cg, capability=hw.capability, dtype=str(number("dtype", "auto")))
+        estimate_cudagraphs=cg, capability=hw.capability, dtype=str(number("dtype", "auto")),
+        extensible=extensible, rules=rules)
     fit = compute(inp)
-    ids = {key: next((r.id for r in records if fit_error_key(r.template) == key), None) for key in TEMPLATES}
-    errors = tuple(FitError(e.key, ids.get(e.key), e.message) for e in fit.errors)
+    found = {key: next((r for r in records if fit_error_key(r.template) == key), None) for key in TEMPLATES}
+    errors = []
+    for e in fit.errors:
+        record = found.get(e.key)
+        message, unfilled = e.text(record.template if record is not None else None)
+        errors.append(FitError(e.key, record.id if record is not None else None, message, unfilled, e.after_warmup))
     if checkpoint is None:
         assumptions.append("the weights are estimated from config.json (no checkpoint files beside it)")
-    return FitReport(fit, errors, None, tuple(assumptions))
+    if extensible:
+        assumptions.append("the extensible KV cache is on (this release's default on CUDA; it is off with a KV "
+                           "connector that shares the cache through legacy CUDA IPC or a custom memory pool)")
+    if rules.unverified:
+        assumptions.append("not checked against this release's code, sized as the release kb follows: "
+                           + ", ".join(rules.unverified))
+    return FitReport(fit, tuple(errors), None, tuple(assumptions), rules)

@@ -1,17 +1,25 @@
-"""The worker's memory budget and the KV cache it leaves, as vLLM 0.33.0 computes them at startup,
-and the memory errors it raises. Each step cites the function it follows (vllm/...):
+"""The worker's memory budget and the KV cache it leaves, as vLLM computes them at startup, and the
+memory errors it raises. Each step cites the function it follows (vllm/...); kb/fit/follow.py pins
+each function by digest to the releases whose code kb follows (0.33.0's estimate-based sizing,
+0.34.0's extensible KV cache) and names those it has not checked for the scanned release.
 
 - `requested_memory = ceil(total * gpu_memory_utilization)` (v1/worker/utils.py `request_memory`),
-  which raises "Free memory on device ..." when the GPU has less free;
+  which raises "Free memory on device ..." when the GPU has less free (not with the extensible KV
+  cache, whose utilization defaults to 1.0: `CacheConfig.resolved_gpu_memory_utilization`);
 - `available = requested - non_kv_cache_memory - cudagraph_estimate` (v1/worker/gpu_worker.py
   `determine_available_memory`), where non_kv_cache_memory is the weights plus what the profile
   run leaves and peaks at (utils/mem_utils.py `memory_profiling`), or `--kv-cache-memory-bytes`;
+  with the extensible KV cache the CUDA graph estimate is 0 and this is only the capacity reserved;
 - page sizes (v1/kv_cache_interface.py `AttentionSpec.page_size_bytes`, `MLAAttentionSpec`),
   groups of hybrid models and bytes per block (v1/core/kv_cache_planning.py
   `_get_kv_cache_groups_uniform_page_size`, `_get_kv_cache_bytes_per_block`);
 - `num_blocks = available // bytes_per_block`, the tokens and concurrency figures
   (v1/core/kv_cache_utils.py `update_kv_cache_capacity`), the errors of
-  `_check_enough_kv_cache_memory` and the estimated maximum length (`_estimate_max_model_len_from_groups`).
+  `_check_enough_kv_cache_memory` and the estimated maximum length (`_estimate_max_model_len_from_groups`);
+- with the extensible KV cache, the size measured after CUDA graph capture and warmup
+  (v1/worker/extensible_kv_cache.py `measure_kv_cache_bytes`: the budget less what stays resident,
+  capped by the device's headroom less a margin, less the transient peak), then the same checks
+  again (`shrink_kv_cache_configs`, and auto-fit once more in `finalize_extensible_kv_cache`).
 
 What vLLM measures while profiling (the activation peak, the memory outside torch, CUDA graphs)
 kb estimates from the shape with a formula fitted to real startup logs
@@ -23,6 +31,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from kb.fit.follow import MARGIN_FLOOR_CUDA, Rules, auto_fit_hint, estimated_msg, fill, kv_hint
 from kb.fit.shape import DTYPE_BYTES, ONLINE_8BIT, Shape, weight_bytes
 
 GIB = 1 << 30
@@ -32,14 +41,6 @@ SAMPLER_BYTES_PER_LOGIT = 14.5  # logits of min(T, R) requests: model dtype, an 
 NON_TORCH_TP1 = 0.26 * GIB
 NON_TORCH_TP = 2.08 * GIB  # with tensor parallelism: NCCL and custom all-reduce buffers
 CUDAGRAPH_BASE, CUDAGRAPH_PER_LAYER = 0.6 * GIB, 0.0125 * GIB
-
-
-NO_MEMORY = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the "
-             "engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
-             "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
-MAX_SEQ_LEN_TAIL = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-                    "decreasing `max_model_len` when initializing the engine. See "
-                    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class FitInput:
     estimate_cudagraphs: bool = True  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS's default in the release
     capability: Optional[tuple[int, int]] = None
     dtype: str = "auto"  # --dtype: the weights' and activations' dtype (auto: the checkpoint's)
+    extensible: bool = False  # the extensible KV cache is on (0.34.0: the default on CUDA and ROCm)
+    rules: Optional[Rules] = None  # the release's (kb/fit/follow.py); None: 0.33.0's estimate-based sizing
 
 
 # --dtype's words (ModelConfig: `half` is float16, `float` is float32)
@@ -85,8 +88,20 @@ DTYPE_WORDS = {"half": "float16", "float": "float32", "float16": "float16", "flo
 
 @dataclass(frozen=True)
 class MemoryError_:
+    """A memory error kb predicts: the values of its template's placeholders (by
+    kb.fit.follow.placeholder_key), filled into the scanned release's own template by `text`.
+    `weights` is not a vLLM raise: loading the weights fails in torch, and `note` says so."""
+
     key: str  # no-memory | max-seq-len | free-memory | weights | auto-fit
-    message: str
+    values: tuple[tuple[str, str], ...] = ()
+    after_warmup: bool = False  # raised after CUDA graph capture and warmup (the extensible KV cache)
+    note: str = ""  # kb's own words, for an error that is not vLLM's raise
+
+    def text(self, template: Optional[str]) -> tuple[str, tuple[str, ...]]:
+        """The message, and the placeholders kb has no value for."""
+        if template is None:
+            return self.note or f"{self.key}: this release has no raise site kb knows for it", ()
+        return fill(template, dict(self.values))
 
 
 @dataclass(frozen=True)
@@ -106,6 +121,7 @@ class Fit:
     max_model_len: int
     max_model_len_fits: Figure
     errors: tuple[MemoryError_, ...] = field(default_factory=tuple)
+    capacity: Optional[Figure] = None  # the extensible KV cache's reserved capacity, sized before CUDA graphs
 
 
 def format_gib(b: float) -> str:
@@ -120,15 +136,16 @@ def kv_dtype_bytes(s: Shape, kv_cache_dtype: str) -> int:
         DTYPE_BYTES.get(kv_cache_dtype, 2)
 
 
-def default_block_size(s: Shape, capability: Optional[tuple[int, int]]) -> int:
-    """Platform.update_block_size_for_backend: 16 (FlashAttention, Triton); MLA backends want their
-    own: FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell."""
+def default_block_size(s: Shape, capability: Optional[tuple[int, int]], default: int = 16) -> int:
+    """Platform.update_block_size_for_backend: the release's CacheConfig.DEFAULT_BLOCK_SIZE
+    (FlashAttention, FlashInfer, Triton: 16 up to 0.33.0, 64 since 0.34.0); MLA backends want at
+    least their own: FlashMLA 64 on Hopper, CUTLASS MLA 128 on Blackwell."""
     if s.mla and capability is not None:
         if capability[0] == 9:
-            return 64
+            return max(default, 64)
         if capability[0] == 10:
-            return 128
-    return 16
+            return max(default, 128)
+    return default
 
 
 @dataclass(frozen=True)
@@ -189,7 +206,9 @@ def activation_peak(s: Shape, inp: FitInput) -> float:
 
 def compute(inp: FitInput) -> Fit:
     s = inp.shape if inp.dtype not in DTYPE_WORDS else replace(inp.shape, dtype=DTYPE_WORDS[inp.dtype])
-    block = inp.block_size or default_block_size(s, inp.capability)
+    rules = inp.rules
+    extensible = inp.extensible and inp.kv_cache_memory_bytes is None and inp.num_gpu_blocks_override is None
+    block = inp.block_size or default_block_size(s, inp.capability, rules.block_size if rules is not None else 16)
     lay = layout(s, inp.tp, inp.pp, inp.kv_cache_dtype, block)
     if inp.checkpoint_bytes is not None:
         weights = Figure(inp.checkpoint_bytes / (inp.tp * inp.pp), True,
@@ -207,24 +226,42 @@ def compute(inp: FitInput) -> Fit:
                  "requests: the sampler's logits or the forward activations, plus the MoE workspace (fitted to real logs)")
     non_torch = Figure(NON_TORCH_TP if inp.tp > 1 else NON_TORCH_TP1, False,
                        "memory outside torch that the profile run adds (fitted to real logs)")
-    if inp.enforce_eager or not inp.estimate_cudagraphs:
-        cg = Figure(0.0, True, "--enforce-eager: no CUDA graphs" if inp.enforce_eager else
-                    "this release does not subtract CUDA graph memory before sizing the KV cache")
+    graphs = 0.0 if inp.enforce_eager else CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * (lay.full_layers + lay.sliding_layers)
+    if inp.enforce_eager:
+        cg = Figure(0.0, True, "--enforce-eager: no CUDA graphs")
+    elif extensible:
+        cg = Figure(graphs, False, "CUDA graph memory, measured after capture by the extensible KV cache, not "
+                                   "subtracted before (fitted to real logs)")
+    elif not inp.estimate_cudagraphs:
+        cg = Figure(0.0, True, "this release does not subtract CUDA graph memory before sizing the KV cache")
     else:
-        cg = Figure(CUDAGRAPH_BASE + CUDAGRAPH_PER_LAYER * (lay.full_layers + lay.sliding_layers), False,
-                    "CUDA graph memory estimate, subtracted by default (fitted to real logs)")
+        cg = Figure(graphs, False, "CUDA graph memory estimate, subtracted by default (fitted to real logs)")
     if inp.kv_cache_memory_bytes is not None:
         available = Figure(float(inp.kv_cache_memory_bytes), True, "--kv-cache-memory-bytes")
     else:
-        available = Figure(requested.value - weights.value - act.value - non_torch.value - cg.value, False,
-                           "requested - weights - activation peak - non-torch - CUDA graphs (determine_available_memory)")
+        available = Figure(requested.value - weights.value - act.value - non_torch.value - (0.0 if extensible else cg.value),
+                           False, "requested - weights - activation peak - non-torch" +
+                           (" (the extensible KV cache's capacity: CUDA graphs are measured after warmup)" if extensible
+                            else " - CUDA graphs (determine_available_memory)"))
+    capacity: Optional[Figure] = None
+    free = inp.total_memory - inp.memory_used_elsewhere
+    if extensible:  # measure_kv_cache_bytes, with kb's estimates of what it measures
+        capacity = available
+        resident = weights.value + non_torch.value + cg.value
+        margin = max(MARGIN_FLOOR_CUDA, (rules.margin_fraction if rules is not None else 0.75) * act.value)
+        measured = min(requested.value - resident, free - resident - margin) - act.value
+        available = Figure(max(0.0, measured), False,
+                           "measured after CUDA graph capture and warmup (measure_kv_cache_bytes): min(requested, "
+                           "free - margin) - weights - non-torch - CUDA graphs - activation peak, margin = "
+                           "max(1 GiB, 0.75 x activation peak)")
     bpb = lay.bytes_per_block
     inflight = (inp.pp + 1) * inp.max_num_batched_tokens  # max_concurrent_batches * T (async scheduling)
     blocks = max(0, int(available.value // bpb))
     if inp.num_gpu_blocks_override is not None:
         blocks = inp.num_gpu_blocks_override
     length = inp.max_model_len
-    check = available.value - bpb if inp.num_gpu_blocks_override is None else (blocks - 1) * bpb
+    before = capacity.value if capacity is not None else available.value
+    check = before - bpb if inp.num_gpu_blocks_override is None else (blocks - 1) * bpb
 
     def needed(n: int) -> int:
         return bpb * lay.blocks_per_request(n, inflight)
@@ -241,32 +278,45 @@ def compute(inp: FitInput) -> Fit:
                 hi = mid - 1
         return lo
 
-    fits_len = longest(check)
+    util = inp.utilization
     errors: list[MemoryError_] = []
-    free = inp.total_memory - inp.memory_used_elsewhere
-    if inp.memory_used_elsewhere and free < requested.value:
+
+    def kv_errors(memory: float, after: bool) -> bool:
+        """_check_enough_kv_cache_memory's errors (after auto-fit's); True when one is raised."""
+        nonlocal length
+        hint = kv_hint(rules, extensible, util, after) if rules is not None else None
+        hinted = () if hint is None else (("hint", hint),)
+        if inp.auto_fit and not (after and not extensible):
+            fits = longest(memory)
+            if fits <= 0:
+                fit_hint = auto_fit_hint(rules, extensible, util, after) if rules is not None else None
+                errors.append(MemoryError_("auto-fit", () if fit_hint is None else (("hint", fit_hint),), after))
+                return True
+            length = min(length, fits)
+        if memory <= 0:
+            errors.append(MemoryError_("no-memory", hinted, after))
+            return True
+        if needed(length) > memory:
+            errors.append(MemoryError_("max-seq-len", (
+                ("max_model_len", str(length)), ("format_gib(needed_memory)", format_gib(needed(length))),
+                ("format_gib(available_memory)", format_gib(memory)), ("estimated_msg", estimated_msg(longest(memory))),
+                *hinted), after))
+            return True
+        return False
+
+    if inp.memory_used_elsewhere and free < requested.value and not extensible:
         errors.append(MemoryError_("free-memory", (
-            f"Free memory on device cuda:0 ({format_gib(free)}/{format_gib(inp.total_memory)} GiB) on startup is less "
-            f"than desired GPU memory utilization ({inp.utilization}, {format_gib(requested.value)} GiB). Decrease GPU "
-            "memory utilization or reduce GPU memory used by other processes.")))
+            ("device_", "cuda:0"), ("format_gib(free_memory)", format_gib(free)),
+            ("format_gib(total_memory)", format_gib(inp.total_memory)), ("gpu_memory_utilization", str(util)),
+            ("format_gib(requested_memory)", format_gib(requested.value)))))
     if weights.value > requested.value and inp.kv_cache_memory_bytes is None:
-        errors.append(MemoryError_("weights", (
+        errors.append(MemoryError_("weights", note=(
             f"the weights ({format_gib(weights.value)} GiB per GPU) exceed the memory vLLM may use "
             f"({format_gib(requested.value)} GiB): loading fails with CUDA out of memory")))
-    if inp.auto_fit:
-        if fits_len <= 0:
-            errors.append(MemoryError_("auto-fit", "Cannot auto-fit max_model_len: not enough GPU memory available to "
-                                                   "serve even a single token. Try increasing `gpu_memory_utilization`."))
-        else:
-            length = min(length, fits_len)
-    elif check <= 0:
-        errors.append(MemoryError_("no-memory", NO_MEMORY))
-    elif needed(length) > check:
-        estimate = f"Based on the available memory, the estimated maximum model length is {fits_len}. " if fits_len else ""
-        errors.append(MemoryError_("max-seq-len", (
-            f"To serve at least one request with the model's max seq len ({length}), ({format_gib(needed(length))} GiB "
-            f"KV cache is needed, which is larger than the available KV cache memory ({format_gib(check)} GiB). "
-            f"{estimate}{MAX_SEQ_LEN_TAIL}")))
+    stopped = kv_errors(check, False)
+    if extensible and not stopped:
+        kv_errors((blocks - 1) * bpb, True)
+    fits_len = longest(check if not extensible else (blocks - 1) * bpb)
     per_request = lay.blocks_per_request(length, inflight) if length > 0 else 1
     concurrency = blocks / per_request
     tokens = int(concurrency * length)
@@ -278,17 +328,35 @@ def compute(inp: FitInput) -> Fit:
                Figure(float(tokens), not derived, "int(num_blocks / blocks per request x max_model_len)"),
                Figure(concurrency, not derived, "num_blocks / blocks per request at max_model_len"), length,
                Figure(float(fits_len), not derived, "the longest max_model_len whose blocks fit (binary search)"),
-               tuple(errors))
+               tuple(errors), capacity)
 
 
-def definitions(utilization: float, estimate_cudagraphs: bool) -> dict[str, object]:
-    """What static/fit.js computes with: the constants, GPUs and words this module uses, and the
-    release's defaults, so that the page's calculator and `kb fit` share them."""
+SENTINEL_UTILIZATION = 0.123456789  # stands for the calculator's utilization in the hints it is given
+
+
+def definitions(utilization: float, estimate_cudagraphs: bool, rules: Optional[Rules] = None,
+                templates: Optional[dict[str, str]] = None) -> dict[str, object]:
+    """What static/fit.js computes with: the constants, GPUs and words this module uses, the
+    release's defaults and rules, and its own templates of the memory errors (by kb/fit/launch.py
+    TEMPLATES key), so that the page's calculator and `kb fit` share them. `utilization` is the
+    flag's default when it is a number (None in 0.34.0: the rules resolve it)."""
     from kb.hardware import GPUS
 
+    def hint(extensible: bool, after: bool, below: bool = True) -> Optional[str]:
+        util = SENTINEL_UTILIZATION if below else 1.0
+        text = kv_hint(rules, extensible, util, after) if rules is not None else None
+        return None if text is None else text.replace(str(SENTINEL_UTILIZATION), "{u}")
+
+    auto_after = auto_fit_hint(rules, True, 1.0, True) if rules is not None else None
+    extensible = rules is not None and rules.extensible
     return {"samplerBytesPerLogit": SAMPLER_BYTES_PER_LOGIT, "nonTorchTp1": NON_TORCH_TP1, "nonTorchTp": NON_TORCH_TP,
             "cudagraphBase": CUDAGRAPH_BASE, "cudagraphPerLayer": CUDAGRAPH_PER_LAYER, "dtypeBytes": DTYPE_BYTES,
-            "online8bit": list(ONLINE_8BIT), "utilization": utilization, "estimateCudagraphs": estimate_cudagraphs,
+            "online8bit": list(ONLINE_8BIT), "utilization": 1.0 if extensible else utilization,
+            "estimateCudagraphs": estimate_cudagraphs, "extensible": extensible,
+            "blockDefault": rules.block_size if rules is not None else 16,
+            "marginFraction": rules.margin_fraction if rules is not None else 0.75, "marginFloor": MARGIN_FLOOR_CUDA,
             "batch": {"large": [8192, 1024], "huge": [16384, 1024], "small": [2048, 256]},
             "gpus": {g.key: {"name": g.name, "memory_gib": g.memory_gib, "capability": list(g.capability)} for g in GPUS},
-            "messages": {"noMemory": NO_MEMORY, "maxSeqLenTail": MAX_SEQ_LEN_TAIL}}
+            "templates": dict(sorted((templates or {}).items())),
+            "hints": {"classic": hint(False, False), "beforeBelow": hint(True, False), "beforeFull": hint(True, False, False),
+                      "afterBelow": hint(True, True), "afterFull": hint(True, True, False), "autoFitAfter": auto_after}}

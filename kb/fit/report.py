@@ -9,13 +9,14 @@ from typing import Any, Optional
 from kb.fit.launch import FitReport
 from kb.fit.memory import GIB, Figure
 
-FORMAT = "kb-fit/1"
+FORMAT = "kb-fit/2"
 
 
 def _figures(report: FitReport) -> dict[str, tuple[Figure, float]]:
     f = report.fit
     assert f is not None
-    return {
+    capacity = {} if f.capacity is None else {"kv_capacity_gib": (f.capacity, round(f.capacity.value / GIB, 2))}
+    return {**capacity,
         "weights_gib": (f.weights, round(f.weights.value / GIB, 2)),
         "activation_peak_gib": (f.activation_peak, round(f.activation_peak.value / GIB, 2)),
         "non_torch_gib": (f.non_torch, round(f.non_torch.value / GIB, 2)),
@@ -51,9 +52,12 @@ def fit_dict(report: FitReport, site_url: Optional[str] = None) -> dict[str, Any
     out["how"] = {k: fig.how for k, (fig, _) in figures.items()}
     out.update({"max_model_len": fit.max_model_len, "block_size": fit.block_size, "num_gpu_blocks": fit.num_blocks,
                 "verdict": verdict(report), "assumptions": list(report.assumptions),
-                "errors": [{"id": e.id, "kind": e.key, "message": e.message,
+                "errors": [{"id": e.id, "kind": e.key, "message": e.message, "after_warmup": e.after_warmup,
+                            "vllm_words": e.id is not None, "unfilled": list(e.unfilled),
                             **({"url": f"{site_url.rstrip('/')}/errors/{e.id}/"} if site_url and e.id else {})}
                            for e in report.errors]})
+    if report.rules is not None:
+        out["rules"] = report.rules.to_json()
     return out
 
 
@@ -73,5 +77,7 @@ def fit_text(report: FitReport, site_url: Optional[str] = None) -> str:
         lines.append("Fits: vLLM starts with this KV cache.")
     for n, e in enumerate(report.errors):
         where = f" {site_url.rstrip('/')}/errors/{e.id}/" if site_url and e.id else (f" [{e.id}]" if e.id else "")
-        lines.append(("vLLM raises: " if n == 0 else "and: ") + e.message + where)
+        when = " after CUDA graph capture and warmup" if e.after_warmup else ""
+        said = (f"vLLM raises{when}: " if n == 0 else "and: ") if e.id else ("kb predicts: " if n == 0 else "and kb: ")
+        lines.append(said + e.message + where)
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ class LintReport:
     no_check: tuple[tuple[str, str, str], ...]  # (id, path, why no check)
     merged: Optional[Merged] = None
     reports: int = 0  # public reports whose quote matched their error
+    kept: tuple[str, ...] = ()  # notes: entries, reports and links on errors the release no longer raises
 
 
 def lint(scan: ScanResult, folder: Path) -> LintReport:
@@ -32,7 +33,8 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
     lin = lineage(scan)  # entries and reports written for an older id of an error follow it
     merged = merge(scan, loaded.entries, reports=loaded.reports, wordings=lin.wordings if loaded.reports else (),
                    lineage=lin)
-    problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems]
+    problems = [str(p) for p in loaded.problems] + [str(p) for p in merged.problems if not p.kept and p.kind != "newer"]
+    kept = tuple(str(p) for p in merged.problems if p.kept)
     problems += [str(p) for p in merged.verification]
     checks = cases = fixes = 0
     manual: list[tuple[str, str, str]] = []
@@ -55,4 +57,4 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
             manual.append((r.id, e.path, e.check.source_reason or ""))
     reports = sum(len(r.reports) for r in merged.records)
     return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged,
-                      reports)
+                      reports, kept)

@@ -37,7 +37,8 @@ class Problem:
     message: str
     # orphan (an id no release kb knows raises), removed (an error vLLM no longer raises), newer (an
     # error first raised after the built release), stale (re-verify it), carried (followed, and its
-    # check agrees with the new source: only `verified:` to update), related, report
+    # check agrees with the new source: only `verified:` to update), related, related-removed (a
+    # related id the release no longer raises), report
     kind: str
     candidates: tuple[str, ...] = ()  # for a removed error: the nearest ids the release raises
 
@@ -45,6 +46,12 @@ class Problem:
     def quiet(self) -> bool:
         """Not a warning of a build: the entry is right where it is."""
         return self.kind in ("carried", "newer")
+
+    @property
+    def kept(self) -> bool:
+        """Knowledge of an error the release no longer raises: kept for the releases that raise
+        it (their builds, and the all-release build, show it); a note, not a problem."""
+        return self.kind in ("removed", "related-removed")
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -203,7 +210,8 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
             if now is None or now not in by_id:
                 gone = lineage.removed.get(other) if lineage is not None else None
                 why = f"removed in {gone.since}" if gone is not None else f"not raised in {release}"
-                problems.append(Problem(e.path, e.line_of("related", i), f"related id {other} is {why}", "related"))
+                problems.append(Problem(e.path, e.line_of("related", i), f"related id {other} is {why}",
+                                        "related" if gone is None else "related-removed"))
             else:
                 mine.append(now)
         related = tuple(dict.fromkeys([o for o in mine if o != target] + list(record.related)))

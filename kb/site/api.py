@@ -40,9 +40,8 @@ class SiteInfo:
     # every verified curated check: (id, its inputs, its condition as a JSON tree for static/check.js),
     # so that a page's form finds the valid values as `kb check` does, against the checks of the same flags
     checks: tuple[tuple[str, tuple[str, ...], str], ...] = ()
-    # the release's `--gpu-memory-utilization` default and whether it subtracts CUDA graph memory
-    # (kb.fit.launch.release_defaults), for the memory pages' calculator
-    fit_defaults: tuple[float, bool] = (0.92, True)
+    # what the memory pages' calculator computes with (kb.fit.launch.calculator), as JSON
+    fit_defs: str = "{}"
 
     @property
     def label(self) -> str:

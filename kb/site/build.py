@@ -23,7 +23,7 @@ from markupsafe import Markup
 from kb.config.resolve import flag_slug, page_slug
 from kb.errors import KBError
 from kb.files import compact_json
-from kb.fit.launch import release_defaults
+from kb.fit.launch import calculator
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, data_dir
 from kb.records.merge import attach_set_by
@@ -80,7 +80,7 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     release pages."""
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else (), check_trees(records),
-                    release_defaults(scan.config))
+                    json.dumps(calculator(scan.config, records), sort_keys=True))
     records = attach_set_by(records, scan.config, options.jobs if options.jobs is not None else (os.cpu_count() or 1))
     try:
         out = Output(options.output)

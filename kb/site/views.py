@@ -191,14 +191,12 @@ FIT_EXAMPLE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hi
 def fit_view(record: Record, info: SiteInfo) -> Optional[FitView]:
     """The calculator, on the pages of the memory errors kb fit predicts (kb/fit/launch.py TEMPLATES)."""
     from kb.fit.launch import fit_error_key
-    from kb.fit.memory import definitions
     from kb.hardware import GPUS
 
     if fit_error_key(record.template) is None:
         return None
-    util, cudagraphs = info.fit_defaults
-    return FitView(json.dumps(definitions(util, cudagraphs), sort_keys=True), json.dumps(FIT_EXAMPLE, indent=1),
-                   GPUS, util)
+    util = json.loads(info.fit_defs).get("utilization", 0.92)
+    return FitView(info.fit_defs, json.dumps(FIT_EXAMPLE, indent=1), GPUS, util)
 
 
 def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True, curated: bool = False) -> SiteView:

@@ -118,8 +118,29 @@
   // Python's str(round(x, 2)): a float always shows a decimal point ("32.0")
   function pyGib(b) { var t = gib(b); return t.indexOf(".") < 0 && t.indexOf("e") < 0 ? t + ".0" : t; }
 
+  // kb/fit/follow.py fill: the release's own template, its placeholders named without their objects
+  function fill(template, values) {
+    return template.replace(/\{([^{}]*)\}/g, function (m, name) {
+      var key = name.replace(/\s/g, "").replace(/\b[A-Za-z_][A-Za-z0-9_]*\./g, "");
+      return Object.prototype.hasOwnProperty.call(values, key) ? values[key] : m;
+    });
+  }
+
+  // kb/fit/follow.py kv_hint: _more_kv_cache_memory_hint as the release spells it (null: none)
+  function hint(defs, ext, util, after) {
+    var h = !ext ? defs.hints.classic : util < 1 ? (after ? defs.hints.afterBelow : defs.hints.beforeBelow)
+      : (after ? defs.hints.afterFull : defs.hints.beforeFull);
+    return h == null ? null : h.split("{u}").join(String(util));
+  }
+
+  function message(defs, key, values) {
+    var t = defs.templates[key];
+    return t ? "vLLM raises: " + fill(t, values) : "kb predicts: " + key;
+  }
+
   function compute(s, defs, inp) {
-    var block = inp.block || (s.kvLora && inp.cc === 9 ? 64 : s.kvLora && inp.cc === 10 ? 128 : 16);
+    var std = defs.blockDefault || 16;
+    var block = inp.block || (s.kvLora && inp.cc === 9 ? Math.max(std, 64) : s.kvLora && inp.cc === 10 ? Math.max(std, 128) : std);
     var l = layout(s, defs, inp.tp, inp.pp, inp.kvDtype, block), bpb = l.group * l.page;
     var weights = weightBytes(s, defs, inp.quantization) / (inp.tp * inp.pp);
     var requested = Math.ceil(inp.total * inp.util);
@@ -129,9 +150,17 @@
     var act = Math.max(sampler, t * (4 * s.hidden + mlp) * 2) +
       (s.experts ? Math.floor(2 * t * s.topk * 2 * s.moeInter / inp.tp) * 2 : 0);
     var nonTorch = inp.tp > 1 ? defs.nonTorchTp : defs.nonTorchTp1;
-    var cg = inp.eager || !defs.estimateCudagraphs ? 0 : defs.cudagraphBase + defs.cudagraphPerLayer * (l.full + l.sliding);
-    var available = requested - weights - act - nonTorch - cg;
-    var blocks = Math.max(0, Math.floor(available / bpb)), check = available - bpb, length = inp.length;
+    var ext = !!defs.extensible;
+    var graphs = inp.eager ? 0 : defs.cudagraphBase + defs.cudagraphPerLayer * (l.full + l.sliding);
+    var cg = ext ? graphs : (defs.estimateCudagraphs ? graphs : 0);
+    var available = requested - weights - act - nonTorch - (ext ? 0 : cg), capacity = null;
+    if (ext) {  // measure_kv_cache_bytes, with the estimates of what it measures
+      capacity = available;
+      var resident = weights + nonTorch + cg, margin = Math.max(defs.marginFloor, defs.marginFraction * act);
+      available = Math.max(0, Math.min(requested - resident, inp.total - resident - margin) - act);
+    }
+    var blocks = Math.max(0, Math.floor(available / bpb)), length = inp.length;
+    var check = (ext ? capacity : available) - bpb;
     var inflight = (inp.pp + 1) * inp.tokens;
     function needed(n) { return bpb * perRequest(l, n, inflight); }
     function longest(mem) {
@@ -140,14 +169,24 @@
       while (lo < hi) { var mid = Math.floor((lo + hi + 1) / 2); if (needed(mid) <= mem) lo = mid; else hi = mid - 1; }
       return lo;
     }
-    var fits = longest(check), errors = [];
-    if (weights > requested) errors.push("the weights (" + pyGib(weights) + " GiB per GPU) exceed the memory vLLM may use (" + pyGib(requested) + " GiB): loading fails with CUDA out of memory");
-    if (check <= 0) errors.push(defs.messages.noMemory);
-    else if (needed(length) > check) {
-      errors.push("To serve at least one request with the model's max seq len (" + length + "), (" + pyGib(needed(length)) +
-        " GiB KV cache is needed, which is larger than the available KV cache memory (" + pyGib(check) + " GiB). " +
-        (fits ? "Based on the available memory, the estimated maximum model length is " + fits + ". " : "") + defs.messages.maxSeqLenTail);
+    var errors = [];
+    function kvErrors(mem, after) {
+      var h = hint(defs, ext, inp.util, after), v = h == null ? {} : { hint: h };
+      if (mem <= 0) { errors.push(message(defs, "no-memory", v)); return true; }
+      if (needed(length) > mem) {
+        var fitsHere = longest(mem);
+        v.max_model_len = String(length);
+        v["format_gib(needed_memory)"] = pyGib(needed(length));
+        v["format_gib(available_memory)"] = pyGib(mem);
+        v.estimated_msg = fitsHere ? "Based on the available memory, the estimated maximum model length is " + fitsHere + ". " : "";
+        errors.push(message(defs, "max-seq-len", v));
+        return true;
+      }
+      return false;
     }
+    if (weights > requested) errors.push("kb predicts: the weights (" + pyGib(weights) + " GiB per GPU) exceed the memory vLLM may use (" + pyGib(requested) + " GiB): loading fails with CUDA out of memory");
+    if (!kvErrors(check, false) && ext) kvErrors((blocks - 1) * bpb, true);
+    var fits = longest(ext ? (blocks - 1) * bpb : check);
     var conc = blocks / perRequest(l, length, inflight);
     return { weights: weights, act: act, nonTorch: nonTorch, cg: cg, available: available, perToken: (l.full + l.sliding) * l.page / block,
              tokens: Math.floor(conc * length), conc: conc, fits: fits, errors: errors };
@@ -189,7 +228,7 @@
       out.appendChild(dl);
       var verdict = document.createElement("p");
       verdict.className = "fit-verdict";
-      verdict.textContent = r.errors.length ? "vLLM raises: " + r.errors[0] : "Fits: vLLM starts with this KV cache.";
+      verdict.textContent = r.errors.length ? r.errors[0] : "Fits: vLLM starts with this KV cache.";
       out.appendChild(verdict);
     } catch (e) {
       out.textContent = e.message;
