@@ -2,7 +2,7 @@
 vLLM-shaped tree, argparse's own messages for a bad choice, a bad number, an unknown flag, a
 missing value, a boolean given a value; vLLM's rewriting of the words first; `kb check` prints
 the parser's error first and exits 1; `kb lint` refuses an example fix vLLM's parser refuses.
-Against the real vLLM 0.33.0: every recorded case of tests/data/oracle-parse-0.33.0.json."""
+Against the real vLLM 0.33.0 and 0.34.0: every recorded case of tests/data/oracle-parse-X.json."""
 
 from __future__ import annotations
 
@@ -92,8 +92,8 @@ def test_kb_check_prints_the_parsers_error_first_and_exits_1(flags: ConfigModel,
 
 
 # --- against the real vLLM ------------------------------------------------------------------------------
-def oracle_cases() -> list[dict]:
-    doc = json.loads((DATA / "oracle-parse-0.33.0.json").read_text())
+def oracle_cases(release: str = "0.33.0") -> list[dict]:
+    doc = json.loads((DATA / f"oracle-parse-{release}.json").read_text())
     return list(doc["cases"])
 
 
@@ -109,10 +109,11 @@ KNOWN_MISSES = {("--mm-processor-device", "not-a-choice")}  # choices made at ru
 
 
 @pytest.mark.release
-def test_every_recorded_real_vllm_case_gets_the_same_parser_verdict() -> None:
-    model = read_flags(SourceSpec(vllm_version="0.33.0"))[1]
+@pytest.mark.parametrize("release", ["0.33.0", "0.34.0"])
+def test_every_recorded_real_vllm_case_gets_the_same_parser_verdict(release: str) -> None:
+    model = read_flags(SourceSpec(vllm_version=release))[1]
     wrong = []
-    for case in oracle_cases():
+    for case in oracle_cases(release):
         words = oracle_words(case["argv"])
         got = parse_command(model, words).error
         if tuple(case["argv"][1:3]) in KNOWN_MISSES:

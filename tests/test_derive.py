@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -282,3 +283,190 @@ def test_a_configs_own_change_under_an_initvar_is_read_with_its_condition(tmp_pa
     assert raises(("enable_lora", True), ("max_loras", 3)) is False
     assert raises(("enable_lora", True), ("max_loras", 7)) is None  # vLLM sets it to 0 first: kb cannot say
     assert raises(("max_loras", 5)) is False  # LoRAConfig is not built
+
+
+# --- what kb reads of a tree to decide more of vLLM's guards ---------------------------------------
+def test_a_condition_is_decided_by_the_operand_that_decides_it() -> None:
+    from kb.checks.evaluate import holds
+    from kb.errors import MissingInput
+
+    assert holds("unknown or x > 1", {"x": 2}) is True  # whatever `unknown` is
+    assert holds("unknown and x > 1", {"x": 0}) is False
+    with pytest.raises(MissingInput):
+        holds("unknown or x > 1", {"x": 0})
+    with pytest.raises(MissingInput):  # vLLM may fail evaluating `y > 1` (None > 1) when `unknown` is false
+        holds("unknown or y > 1 or x", {"x": True, "y": None})
+    assert holds("(['a'] if unknown else []) + list(['b'] if x else [])", {"x": True}) is True  # a list joined
+
+
+def _tree(files: dict[str, str]) -> tuple[list[str], Any]:
+    import textwrap
+
+    data = {p: textwrap.dedent(t).encode() for p, t in files.items()}
+    return list(data), data.__getitem__
+
+
+def test_module_values_literal_aliases_flag_enums_and_registries_only_plugins_fill() -> None:
+    from kb.checks.derive import constant_value
+    from kb.config.modules import Modules
+    from kb.config.names import module_names
+
+    paths, read = _tree({
+        "vllm/config/spec.py": '''
+            import enum
+            from typing import Literal
+            from vllm.registry import registered
+            Inner = Literal["b", "c"]
+            Method = Literal["a", Inner]
+            FIXED = ("x", "y")
+            GROWS = ["x"]
+            class Access(enum.IntFlag):
+                NONE = 0
+                FD = enum.auto()
+                IPC = enum.auto()
+            def check(value, access):
+                if value not in get_args(Method) and value not in registered() and value in FIXED:
+                    raise ValueError("no")
+                if value in GROWS or Access.FD in access:
+                    raise ValueError("no")
+            def grow(name):
+                GROWS.append(name)
+            ''',
+        "vllm/registry.py": '''
+            _BY_NAME = {}
+            def register(name, cls):
+                """Called by a plugin."""
+                _BY_NAME[name] = cls
+            def registered():
+                return sorted(_BY_NAME)
+            ''',
+    })
+    got = {(n, k): v for _, n, k, v in module_names(Modules(paths, read), paths, read)}
+    assert got[("Method", "literal")] == ["a", "b", "c"]  # flattened, as typing.get_args
+    assert constant_value(json.dumps(got[("FIXED", "value")])) == ("x", "y")
+    assert ("GROWS", "value") not in got  # a list its module changes
+    assert got[("registered", "call")] == ["list", []]  # nothing in the tree calls register()
+    assert got[("Access", "enum")] == ["Access", [["NONE", 0], ["FD", 1], ["IPC", 2]]]
+    paths2, read2 = _tree({**{p: read(p).decode() for p in paths}, "vllm/plugins.py": '''
+        from vllm.registry import register
+        register("mine", object)
+        '''})
+    assert ("registered", "call") not in {(n, k) for _, n, k, _ in module_names(Modules(paths2, read2), paths2, read2)}
+
+
+def test_members_chains_collected_lists_and_exits_are_read_as_expressions() -> None:
+    import ast
+    import textwrap
+
+    from kb.config.flow import _chains, _collectors, _exits
+    from kb.config.members import summarize
+
+    source = textwrap.dedent('''
+        class C:
+            @property
+            def both(self):
+                """Doc."""
+                return self.a or self.b > 1
+
+            def unsupported(self):
+                out: list[str] = []
+                parallel = self.parallel_config
+                if self.lora is not None:
+                    out.append("lora")
+                if parallel.pp > 1:
+                    out.append(f"pp {parallel.pp}")
+                    logger.info("pp")
+                return out
+
+            def resolve(self):
+                if self.resolved:
+                    return
+                self.resolved = True
+                reason = None
+                x = self.x
+                if x is None:
+                    reason = "unset"
+                elif x > 3:
+                    reason = "large"
+                blockers = []
+                tp = self.tp
+                if tp <= 1:
+                    blockers.append("tp")
+                if reason is not None or blockers:
+                    raise ValueError(reason)
+        ''')
+    cls = ast.parse(source).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    fns = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+    assert summarize(fns["both"]) == "self.a or self.b > 1"
+    assert summarize(fns["unsupported"]) == ("(['lora'] if self.lora is not None else []) + "
+                                             "(['pp ' + str(self.parallel_config.pp)] if self.parallel_config.pp > 1 else [])")
+    assert _exits(fns["resolve"]) == [(19, "not self.resolved")]
+    assert _chains(fns["resolve"]) == [("reason", 22, 27, "'unset' if x is None else 'large' if x > 3 else None")]
+    assert _collectors(fns["resolve"]) == [("blockers", 28, 31, "['tp'] if self.tp <= 1 else []")]
+
+
+def test_what_a_by_name_setter_fills_and_when_post_init_runs_each_method() -> None:
+    from kb.config.interp import Reader
+    from kb.config.modules import Modules
+    from kb.config.order import name_filled, post_init_order
+
+    paths, read = _tree({"vllm/config/vllm.py": '''
+        LEVEL_0 = {"compilation_config": {"mode": 0, "pass_config": {"fuse": False}}}
+        LEVEL_1 = {"compilation_config": {"mode": 3}}
+        LEVELS = {0: LEVEL_0, 1: LEVEL_1}
+        class VllmConfig:
+            def _set_default(self, config_obj, key, value):
+                if getattr(config_obj, key) is None:
+                    setattr(config_obj, key, value)
+            def _apply(self, defaults):
+                def walk(config_obj, config_defaults):
+                    for key, value in config_defaults.items():
+                        current = getattr(config_obj, key)
+                        if isinstance(value, dict):
+                            walk(current, value)
+                        else:
+                            self._set_default(config_obj, key, value)
+                walk(self, defaults)
+            def __post_init__(self):
+                self._check()
+                default = LEVELS[self.level]
+                self._apply(default)
+            def _check(self):
+                self._inner()
+            def _inner(self):
+                pass
+        '''})
+    reader = Reader(Modules(paths, read))
+    assert set(name_filled(reader)) == {
+        ("VllmConfig", "_set_default", "", "compilation_config"), ("VllmConfig", "_set_default", "compilation_config", "mode"),
+        ("VllmConfig", "_set_default", "compilation_config", "pass_config"),
+        ("VllmConfig", "_set_default", "pass_config", "fuse")}
+    assert set(post_init_order(reader)) == {("VllmConfig", "_check", 19), ("VllmConfig", "_inner", 19),
+                                            ("VllmConfig", "_apply", 21), ("VllmConfig", "_set_default", 21)}
+
+
+def test_a_create_method_that_fills_the_attribute_it_tests_is_read_with_its_loop() -> None:
+    import ast
+    import textwrap
+
+    from kb.config.order import _exits_before
+
+    fn = ast.parse(textwrap.dedent('''
+        def create_spec_config(self):
+            for flag, key, value in (("--m", "method", self.m), ("--n", "n", self.n)):
+                if value is None:
+                    continue
+                if self.spec is None:
+                    self.spec = {}
+                if key in self.spec:
+                    raise ValueError(flag)
+                self.spec[key] = value
+            if self.spec is None:
+                return None
+            return SpecConfig(**self.spec)
+        ''')).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert _exits_before(fn.body, 13, own=True) == (
+        "not self.m is None or not self.n is None or (not self.spec is None)",)
+    assert _exits_before(fn.body, 13) == ("not self.spec is None",)

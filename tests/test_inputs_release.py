@@ -1,8 +1,8 @@
 """Environment variables, config.json keys and request fields against vLLM itself, on the real
-0.33.0 wheel (read from the test cache through kb's own download code). The reference files were
-recorded from real vLLM by bench/oracle/inputs.py: tests/data/vllm-0.33.0-envs.json (every getter
-of `vllm.envs.environment_variables` called in an empty environment) and
-tests/data/vllm-0.33.0-requests.json (msgspec's and pydantic's own field lists and defaults)."""
+0.33.0 and 0.34.0 wheels (read from the test cache through kb's own download code). The reference
+files were recorded from real vLLM by bench/oracle/inputs.py: tests/data/vllm-X-envs.json (every
+getter of `vllm.envs.environment_variables` called in an empty environment) and
+tests/data/vllm-X-requests.json (msgspec's and pydantic's own field lists and defaults)."""
 
 from __future__ import annotations
 
@@ -19,32 +19,42 @@ pytestmark = pytest.mark.release
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(scope="module", params=["0.33.0", "0.34.0"])
+def release(request) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def model_0_33():
-    return read_flags(SourceSpec(vllm_version="0.33.0"))[1]
+def model_0_33(release: str):
+    return read_flags(SourceSpec(vllm_version=release))[1]
 
 
-def test_every_environment_variable_with_the_default_vllm_gives(model_0_33) -> None:
-    oracle = json.loads((DATA / "vllm-0.33.0-envs.json").read_text())["environment_variables"]
+# Measured: (variables, defaults as vLLM gives them, typed, documented). The 12 left in each need the
+# run time (the home folder, tempfile, the CPU count, torch's version, a random name) or a
+# walrus/sys.modules the reader does not follow; they are shown as their source, never as a wrong value.
+ENVS = {"0.33.0": (318, 306, 311, 299), "0.34.0": (333, 321, 332, 313)}
+
+
+def test_every_environment_variable_with_the_default_vllm_gives(model_0_33, release: str) -> None:
+    oracle = json.loads((DATA / f"vllm-{release}-envs.json").read_text())["environment_variables"]
     mine = {e.name: e for e in model_0_33.env}
-    assert sorted(mine) == sorted(oracle)  # all 318, none extra
+    total, known, typed, documented = ENVS[release]
+    assert len(oracle) == total
+    assert sorted(mine) == sorted(oracle)  # all of them, none extra
     same = [n for n, o in oracle.items() if mine[n].default_known and
             (mine[n].default, mine[n].default_exact) == (o["default"], o["exact"])]
-    # Measured: 306 of 318. The 12 left need the run time (the home folder, tempfile, the CPU
-    # count, torch's version, a random name) or a walrus/sys.modules the reader does not follow;
-    # they are shown as their source, never as a wrong value:
-    assert len(same) >= 306
+    assert len(same) >= known
     assert [n for n in oracle if n not in same and mine[n].default_known] == []
     port = mine["VLLM_PORT"]
     assert (port.type, port.default, port.file) == ("int | None", None, "vllm/envs.py")
     assert port.doc.startswith("used in distributed environment to manually set the communication port")
     assert mine["VLLM_TARGET_DEVICE"].doc == "Target device of vLLM, supporting [cuda (by default),\nrocm, cpu]"
-    assert sum(1 for e in mine.values() if e.type is not None) >= 310
-    assert sum(1 for e in mine.values() if e.doc) >= 295
+    assert sum(1 for e in mine.values() if e.type is not None) >= typed
+    assert sum(1 for e in mine.values() if e.doc) >= documented
 
 
-def test_request_fields_with_the_defaults_of_msgspec_and_pydantic(model_0_33) -> None:
-    oracle = json.loads((DATA / "vllm-0.33.0-requests.json").read_text())["models"]
+def test_request_fields_with_the_defaults_of_msgspec_and_pydantic(model_0_33, release: str) -> None:
+    oracle = json.loads((DATA / f"vllm-{release}-requests.json").read_text())["models"]
     for name, fields in oracle.items():
         mine = {f.name: f for f in model_0_33.request_fields if f.model == name}
         assert sorted(mine) == sorted(fields), name

@@ -16,7 +16,7 @@ import argparse
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn, Optional
 
 from kb.config.model import STRING_METHODS, ConfigModel, Flag
@@ -221,12 +221,16 @@ def _negatives(f: Flag) -> frozenset[str]:
     return frozenset(o for o in out if o in f.options)
 
 
-def build_parser(model: ConfigModel) -> Optional[argparse.ArgumentParser]:
+def build_parser(model: ConfigModel, platform: Optional[str] = None) -> Optional[argparse.ArgumentParser]:
     """argparse's parser of the flag model; None when a flag cannot be registered as the tree
     declares it (conflicting or malformed option strings): a parser missing a flag would refuse
-    good commands, so then no verdict is given."""
+    good commands, so then no verdict is given. `platform` "cuda": the choices vLLM makes from the
+    platform are those it makes on CUDA (`kb check`); else such a flag takes any value."""
     parser = _Parser(model.parser_hints, prog=PROG, add_help=False)
+    on_platform = dict(model.platform_choices) if platform == "cuda" else {}
     for f in model.flags:
+        if f.dest in on_platform and f.choices is None:
+            f = replace(f, choices=on_platform[f.dest])
         try:
             _add(parser, f)
         except (argparse.ArgumentError, ValueError, TypeError):
@@ -344,14 +348,16 @@ def _merge_dotted(args: list[str]) -> list[str]:
     return keep
 
 
-_LAST: list[tuple[ConfigModel, Optional[argparse.ArgumentParser]]] = []  # the last model's parser
+# per platform, the last model and its parser
+_LAST: dict[Optional[str], tuple[ConfigModel, Optional[argparse.ArgumentParser]]] = {}
 
 
-def _parser_of(model: ConfigModel) -> Optional[argparse.ArgumentParser]:
-    """build_parser, once per flag model in a row (kb lint parses every example fix of a release)."""
-    if not _LAST or _LAST[0][0] is not model:
-        _LAST[:] = [(model, build_parser(model))]
-    return _LAST[0][1]
+def _parser_of(model: ConfigModel, platform: Optional[str] = None) -> Optional[argparse.ArgumentParser]:
+    """build_parser, once per flag model and platform in a row (kb lint parses every example fix of a release)."""
+    held = _LAST.get(platform)
+    if held is None or held[0] is not model:
+        held = _LAST[platform] = (model, build_parser(model, platform))
+    return held[1]
 
 
 def argument_name(model: ConfigModel, dest: str) -> Optional[str]:
@@ -368,12 +374,13 @@ def has_parser(config: Optional[ConfigModel]) -> bool:
         and len(config.flags) > 2
 
 
-def parse_command(model: ConfigModel, words: Sequence[str]) -> Parsed:
-    """The words after `vllm serve`, as vLLM's parser reads them: the values, or the first error."""
+def parse_command(model: ConfigModel, words: Sequence[str], platform: Optional[str] = None) -> Parsed:
+    """The words after `vllm serve`, as vLLM's parser reads them: the values, or the first error.
+    `platform` "cuda": as on an NVIDIA GPU (build_parser)."""
     args, problem = rewrite(words)
     if problem is not None:
         return Parsed({}, (), problem)
-    parser = _parser_of(model)
+    parser = _parser_of(model, platform)
     if parser is None:
         return Parsed({}, (), None, checked=False)
     try:

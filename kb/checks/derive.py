@@ -8,9 +8,20 @@ Compiling a site substitutes, in vLLM's own condition:
 - each field of a config by what `create_engine_config` passes for it (`ConfigModel.builds`,
   read in EngineArgs' scope: `self.max_cpu_loras if self.max_cpu_loras and ... else None`), and the
   condition the config is built under (`LoRAConfig(...) if self.enable_lora else None`);
+- a local an if/elif chain assigns, or a list `if`s append to, by that chain as one expression
+  (kb.config.flow); a config's property or small method by what it computes (kb.config.members);
 - every remaining reference by a named value (`Ref`): a flag (as vLLM's parser reads it, else its
-  default), a key of a JSON-valued flag, a config.json key, an environment variable, or a fact of
-  the platform (`current_platform.is_cuda()`).
+  default), a key of a JSON-valued flag, a config.json key, an environment variable, a fact of
+  the platform (`current_platform.is_cuda()`), or a module-level value of vLLM's source (a
+  constant, `get_args` of a Literal alias, a flag enum's member, a registry only plugins fill:
+  kb.config.names; kb checks vLLM as installed, without plugins).
+
+A value is read where vLLM reads it: an early exit's test at its line, a local where it is
+assigned (kb.config.flow); a field validator before the config's own code runs, a config vLLM's
+parser makes from a flag's JSON before any other code; a method of a config's `__post_init__`
+only when it runs before the site (kb.config.order.post_init_order), VllmConfig's by-name defaults
+only for the keys of the tables they walk (name_filled). The condition holds three-valued: an
+operand kb cannot know does not hide one that decides it (kb/checks/evaluate.py `holds`).
 
 What cannot be compiled so is `Uncheckable`, with the reason (the first reference kb cannot give a
 value to, or a construct outside the evaluator). Nothing of vLLM is imported or run.

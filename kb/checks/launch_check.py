@@ -39,7 +39,7 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
     if flags is None or not has_parser(flags):
         outcome = predict(records, launch)
         return with_valid_values(records, outcome) if with_valid else outcome  # no parser: no derived checks
-    parsed = parse_command(flags, serve_words(argv))
+    parsed = parse_command(flags, serve_words(argv), platform="cuda")  # the platform kb check assumes
     if parsed.error is not None:
         return replace(predict(records, launch), parse_error=parsed.error, build_order=flags.build_order)
     index = derived if derived is not None else derived_index(records, flags)

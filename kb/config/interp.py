@@ -42,10 +42,17 @@ MAX_EXPR_DEPTH = 100
 MAX_LOOP = 2_000
 MAX_ACTIONS = 5_000  # vLLM 0.33 adds 322
 SUPPRESS = SUPPRESS_TEXT
-# What vLLM's platform object answers where the parser reads it (`choices=[..., current_platform.device_type]`):
-# an NVIDIA GPU, the platform `kb check` assumes and vLLM's help was recorded on (bench/oracle/).
+# What vLLM's platform object answers where the parser reads it (`choices=[..., current_platform.device_type]`)
+# on an NVIDIA GPU, the platform `kb check` assumes and vLLM's help was recorded on (bench/oracle/).
 PLATFORM_OBJECT = "vllm.platforms.current_platform"
-PLATFORM: dict[str, Any] = {"device_type": "cuda"}
+
+
+class PlatformText(str):
+    """A text the platform gives (`current_platform.device_type`): what a value made from it holds
+    on an NVIDIA GPU, marked so that the flag model keeps it apart (kb.config.read)."""
+
+
+PLATFORM: dict[str, Any] = {"device_type": PlatformText("cuda")}
 
 
 class Budget(Exception):

@@ -260,6 +260,8 @@ class ConfigModel:
     name_filled: tuple[tuple[str, str, str, str], ...] = ()
     # (class, method, line): where a config's __post_init__ first runs each method it calls (kb.config.order)
     post_init_order: tuple[tuple[str, str, int], ...] = ()
+    # (dest, choices on CUDA): the flags whose choices vLLM makes from the platform at run time
+    platform_choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -313,6 +315,7 @@ class ConfigModel:
             "chains": [list(c) for c in self.chains],
             "name_filled": [list(f) for f in self.name_filled],
             "post_init_order": [list(o) for o in self.post_init_order],
+            "platform_choices": [[d, list(c)] for d, c in self.platform_choices],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -340,4 +343,5 @@ class ConfigModel:
             tuple((e[0], e[1], e[2], e[3]) for e in d.get("exits", ())),
             tuple((c[0], c[1], c[2], c[3], c[4], c[5]) for c in d.get("chains", ())),
             tuple((f[0], f[1], f[2], f[3]) for f in d.get("name_filled", ())),
-            tuple((o[0], o[1], o[2]) for o in d.get("post_init_order", ())))
+            tuple((o[0], o[1], o[2]) for o in d.get("post_init_order", ())),
+            tuple((c[0], tuple(c[1])) for c in d.get("platform_choices", ())))

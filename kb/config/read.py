@@ -17,7 +17,7 @@ from kb.config.computed import followed_constants, followed_digests, max_len_ove
 from kb.config.envs import read_envs
 from kb.config.flow import function_flow
 from kb.config.hfkeys import read_config_keys
-from kb.config.interp import Budget, ClassRef, FunctionRef, Reader
+from kb.config.interp import Budget, ClassRef, FunctionRef, PlatformText, Reader
 from kb.config.members import member_summaries
 from kb.config.model import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
@@ -59,7 +59,8 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
         warnings.append(Located(parser_file or "vllm", 1, f"flags not all read: {e}"))
     except RecursionError:
         warnings.append(Located(parser_file or "vllm", 1, "flags not all read: nested too deeply"))
-    flags, groups = _flags(reader.parser, _has_enable_disable(modules), warnings)
+    platform: dict[str, tuple[str, ...]] = {}
+    flags, groups = _flags(reader.parser, _has_enable_disable(modules), warnings, platform)
     env: list[EnvVar] = _inputs(modules, "environment variables", "vllm/envs.py", read_envs, warnings)
     key_modules = Modules(list(paths), read)  # up to MAX_FILES of its own: keys are read across the tree
     keys: list[ConfigKey] = _inputs(key_modules, "config.json keys", "vllm/config",
@@ -94,7 +95,7 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
                        tuple(assigned), tuple(calls), tuple(defaults),
                        tuple(json_fields), tuple(locals_), followed_digests(modules), max_len_overrides(modules),
                        followed_constants(modules), _names(paths, read), *_members(paths, read), tuple(filled),
-                       tuple(post_init))
+                       tuple(post_init), tuple(sorted(platform.items())))
 
 
 def _names(paths: Sequence[str], read: Callable[[str], bytes]) -> tuple[tuple[str, str, str, JSON], ...]:
@@ -231,7 +232,10 @@ def _name_of(value: Any) -> Optional[str]:
     return type(value).__name__
 
 
-def _flags(parser: Parser, enable_disable: bool, warnings: list[Located]) -> tuple[list[Flag], list[FlagGroup]]:
+def _flags(parser: Parser, enable_disable: bool, warnings: list[Located],
+           platform: Optional[dict[str, tuple[str, ...]]] = None) -> tuple[list[Flag], list[FlagGroup]]:
+    """The flags and groups; `platform` gets the choices a flag makes from the platform (on CUDA)."""
+    platform = {} if platform is None else platform
     flags: list[Flag] = []
     taken: set[str] = set()
     defaults: dict[str, Any] = {}
@@ -239,7 +243,7 @@ def _flags(parser: Parser, enable_disable: bool, warnings: list[Located]) -> tup
         if "__set_defaults__" in action:
             defaults.update(action["__set_defaults__"])
             continue
-        flag = _flag(action, enable_disable, warnings)
+        flag = _flag(action, enable_disable, warnings, platform)
         if flag is None or taken & set(flag.options):
             continue
         taken |= set(flag.options) or {flag.dest}
@@ -265,7 +269,8 @@ def _replace_default(f: Flag, value: JSON, exact: bool, known: bool) -> Flag:
     return replace(f, default=value, default_exact=exact, default_known=known)
 
 
-def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located]) -> Optional[Flag]:
+def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located],
+          platform: dict[str, tuple[str, ...]]) -> Optional[Flag]:
     names: list[str] = action["names"]
     kwargs: dict[str, Any] = action["kwargs"]
     options = [n for n in names if n.startswith("-")]
@@ -308,7 +313,10 @@ def _flag(action: dict[str, Any], enable_disable: bool, warnings: list[Located])
     help_text = shown_help(help_value.replace("%%", "%")) if isinstance(help_value, str) else ""
     choices_value = kwargs.get("choices")
     choices: Optional[tuple[JSON, ...]] = None
-    if isinstance(choices_value, (list, tuple)):
+    if isinstance(choices_value, (list, tuple)) and any(isinstance(c, PlatformText) for c in choices_value):
+        # made from the platform at run time: not the flag's (kb documents every platform), kept apart
+        platform[str(dest)] = tuple(str(c) for c in choices_value if isinstance(c, str))
+    elif isinstance(choices_value, (list, tuple)):
         choices = tuple(plain(c)[0] for c in choices_value)
     elif choices_value is not None:
         warnings.append(Located(action["file"], action["line"],
