@@ -7,10 +7,13 @@ import gzip
 import io
 import json
 import os
+import stat
 import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
+
+from kb.errors import KBError
 
 
 def compact_json(obj: Any) -> str:
@@ -59,7 +62,12 @@ def read_text(path: Path, limit: int) -> str:
 
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` (text as UTF-8) to `path` via a temporary file beside it: never a
-    half-written file."""
+    half-written file. Only a regular file (or nothing) is replaced: a symbolic link, a FIFO, a
+    device or a folder at `path` is refused (KBError), never renamed over."""
+    kind = _special(path)
+    if kind is not None:
+        raise KBError(f"{kind}: kb writes only a regular file here (name the file itself, or `-` for "
+                      "standard output)", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -71,6 +79,24 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _special(path: Path) -> str | None:
+    """What `path` is when it is neither a regular file nor absent (None: one of those)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be examined ({e.strerror or e})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _umask() -> int:

@@ -101,3 +101,40 @@ def test_python_dash_m_and_console_script(tree: Path, tmp_path: Path) -> None:
     b = subprocess.run([sys.executable, "-m", "kb", "scan", "--source", str(tree), "--quiet", "--no-cache"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert b.stdout == a.stdout  # byte-identical on rerun, with or without the cache
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "link-to-device"])
+def test_output_that_is_not_a_regular_file_is_refused_never_renamed_over(capsys, tree: Path, tmp_path: Path,
+                                                                          kind: str) -> None:
+    import os
+
+    target = tmp_path / "target"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("KEEP")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(victim)
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        target.symlink_to("/dev/null")
+    code, out, err = run(capsys, "scan", "--source", str(tree), "-o", str(target), "--jobs", "1")
+    assert code == 1 and out == ""
+    assert err.startswith(f"Error: {target}: a ") and "kb writes only a regular file here" in err
+    assert "Traceback" not in err
+    assert victim.read_text() == "KEEP"
+    assert os.path.lexists(target) and not target.is_file() or kind == "symlink"  # still what it was
+    assert (target.is_symlink() if kind in ("symlink", "link-to-device") else not target.is_symlink())
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".target.")] == []  # no temporary file left
+
+
+def test_a_build_into_a_symbolic_link_is_refused(capsys, tree: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real-site"
+    real.mkdir()
+    (real / "keep.txt").write_text("KEEP")
+    link = tmp_path / "site"
+    link.symlink_to(real)
+    code, _, err = run(capsys, "build", "--source", str(tree), "-o", str(link), "--jobs", "1")
+    assert code == 1 and "a symbolic link" in err and "Traceback" not in err
+    assert link.is_symlink() and (real / "keep.txt").read_text() == "KEEP"

@@ -23,6 +23,11 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     (site / "static" / "out").symlink_to(site.parent / "secret-dir")
     (site / "loop").symlink_to(site / "loop")
     (site / "inside.css").symlink_to(site / "static" / "style.css")
+    (site / "api" / "errors" / "linkout").symlink_to(site.parent / "secret.txt")  # found through the .json rewrite
+    (site / "indexout").mkdir()  # a folder whose index page is a link pointing out
+    (site / "indexout" / "index.html").symlink_to(site.parent / "secret.txt")
+    (site / "bare").mkdir()  # a folder without an index page: no listing
+    (site / "bare" / "a.txt").write_text("inside")
     srv = make_server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv.server_address[1]
@@ -118,6 +123,8 @@ def test_not_a_site(tmp_path: Path) -> None:
     ("/%00", 404), ("/errors/%00/", 404), ("/%00/../secret.txt", 404), ("/api/errors/x%00.json", 404),
     ("/out.txt", 403), ("/static/out/", 403), ("/static/out/index.html", 403), ("/static/out", 403),
     ("/loop", 404), ("/" + "a" * 5000, 404),
+    ("/api/errors/linkout.json", 403), ("/api/errors/linkout", 403), ("/indexout/", 403), ("/indexout", 403),
+    ("/bare/", 404),
 ])
 def test_hostile_paths_get_a_status_not_an_empty_reply(server: int, path: str, status: int, capfd) -> None:
     got, _, body = get(server, path)

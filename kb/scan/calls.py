@@ -35,6 +35,35 @@ class _Def:
     owner: str  # the class it is a method of, else ""
 
 
+@dataclass(frozen=True)
+class _Children:
+    """A node's children with line numbers, sorted by first line, and those without."""
+
+    nodes: tuple[ast.AST, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    reach: tuple[int, ...]  # the largest last line among nodes[:k + 1]: no earlier child reaches past it
+    unlined: tuple[ast.AST, ...]
+
+    @staticmethod
+    def of(node: ast.AST) -> _Children:
+        lined: list[tuple[int, int, ast.AST]] = []
+        unlined: list[ast.AST] = []
+        for child in ast.iter_child_nodes(node):
+            first, last = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
+            if first is None or last is None:
+                unlined.append(child)
+            else:
+                lined.append((first, last, child))
+        lined.sort(key=lambda t: t[0])
+        reach, top = [], 0
+        for _, last, _ in lined:
+            top = max(top, last)
+            reach.append(top)
+        return _Children(tuple(c for _, _, c in lined), tuple(f for f, _, _ in lined), tuple(e for _, e, _ in lined),
+                         tuple(reach), tuple(unlined))
+
+
 class CallIndex:
     def __init__(self, module: ast.Module, data: bytes) -> None:
         self.module = module
@@ -42,6 +71,7 @@ class CallIndex:
         self._defs: Optional[dict[int, _Def]] = None
         self._written: Optional[dict[bytes, list[int]]] = None  # name -> lines where `name(` is written
         self._calls: dict[str, list[CallSite]] = {}
+        self._kids: dict[int, _Children] = {}  # id(node) -> its children by first line
 
     def _build_defs(self) -> dict[int, _Def]:
         """Every function of the file, and the class it is a method of: statements only."""
@@ -81,16 +111,28 @@ class CallIndex:
                 qual, fn = (*qual, node.name), node
             elif isinstance(node, ast.ClassDef):
                 qual = (*qual, node.name)
-            for child in ast.iter_child_nodes(node):
-                first, last = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
-                if first is None or last is None:
-                    stack.append((child, qual, fn))
-                    continue
-                i = bisect.bisect_left(lines, first)
-                if i < len(lines) and lines[i] <= last:
-                    stack.append((child, qual, fn))
+            stack.extend((child, qual, fn) for child in self._children_on(node, lines))
         self._calls[name] = found
         return found
+
+    def _children_on(self, node: ast.AST, lines: list[int]) -> list[ast.AST]:
+        """The children of `node` that span one of `lines` (or have no lines), found by bisection in
+        the node's children sorted by first line: a module of thousands of functions is not walked
+        child by child for every name looked up (which made the scan quadratic in its functions)."""
+        kids = self._kids.get(id(node))
+        if kids is None:
+            kids = self._kids[id(node)] = _Children.of(node)
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        lo = 0 if first is None else bisect.bisect_left(lines, first)
+        hi = len(lines) if last is None else bisect.bisect_right(lines, last)
+        picked: set[int] = set()
+        for line in lines[lo:hi]:
+            k = bisect.bisect_right(kids.starts, line) - 1
+            while k >= 0 and kids.reach[k] >= line:
+                if kids.ends[k] >= line:
+                    picked.add(k)
+                k -= 1
+        return [*kids.unlined, *(kids.nodes[k] for k in sorted(picked))]
 
     def calls_of(self, fn: FuncNode) -> list[tuple[CallSite, bool]]:
         """Calls of `fn` in this file, in line order, each with whether the call passes its first

@@ -35,6 +35,9 @@ class Output:
     def __init__(self, target: Path) -> None:
         self.target = target
         self.old_root = str(target)
+        if os.path.islink(target):
+            raise NotADirectoryError(errno.ENOTDIR, "a symbolic link: kb replaces only a site folder, name it itself",
+                                     str(target))
         if os.path.lexists(target) and not target.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "not a folder: kb replaces only a site folder", str(target))
         if target.is_dir() and not (target / MANIFEST).is_file() and not (target / LEGACY_MANIFEST).is_file() \

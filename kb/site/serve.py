@@ -23,6 +23,7 @@ _TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
           ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
           ".html": "text/html; charset=utf-8", ".xml": "application/xml", ".txt": "text/plain; charset=utf-8"}
 REQUEST_QUEUE = 1024  # connections the kernel holds while every thread is busy (socketserver's default is 5)
+REFUSED = "\0refused"  # translate_path's answer for a path outside the site: no file can have this name
 IDLE_TIMEOUT = 30.0  # seconds a connection may sit silent: a client that never finishes its request is dropped
 
 
@@ -44,15 +45,34 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         """The file a request path names, resolved; None when it leaves the site."""
         parts = [p for p in posixpath.normpath(path).split("/") if p and p not in (".", "..")]
         root = self._root()
-        full = root.joinpath(*parts).resolve() if parts else root
+        return self._inside(root.joinpath(*parts) if parts else root)
+
+    def _inside(self, path: Path) -> Optional[Path]:
+        """`path` resolved (every link followed), or None when that leaves the site."""
+        root = self._root()
+        full = path.resolve()
         return full if full == root or root in full.parents else None
 
     def translate_path(self, path: str) -> str:
+        """The file to send, resolved after every rewrite: a path that resolves outside the site
+        (a link among the site's files) is the refused name, which send_head answers 403."""
         full = self._resolve(urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0]))
         if full is not None and full.suffix == ".json" and full.parent.name == "errors" \
                 and full.parent.parent == self._root() / "api" and not full.exists():
-            full = full.with_suffix("")  # as the site's /_redirects tells Netlify and Cloudflare: one record, two paths
-        return str(full if full is not None else self._root() / "refused")  # never reached: send_head refuses first
+            # as the site's /_redirects tells Netlify and Cloudflare: one record, two paths
+            full = self._inside(full.with_suffix(""))
+        return str(full if full is not None else self._root() / REFUSED)
+
+    def _served_inside(self) -> bool:
+        """Whether what the standard handler would open for this request (the file, or a
+        folder's index page) resolves inside the site, after every rewrite."""
+        path = Path(self.translate_path(self.path))
+        if path == self._root() / REFUSED:
+            return False
+        if path.is_dir():
+            return all(self._inside(path / name) is not None for name in ("index.html", "index.htm")
+                       if (path / name).exists() or (path / name).is_symlink())
+        return True
 
     def send_head(self) -> io.BytesIO | BinaryIO | None:
         raw = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0])
@@ -62,6 +82,11 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         try:
             inside = ".." not in raw.split("/") and self._resolve(raw) is not None
         except (OSError, RuntimeError):  # a link loop, a name too long
+            self.send_error(404, "File not found")
+            return None
+        try:
+            inside = inside and self._served_inside()
+        except (OSError, RuntimeError):
             self.send_error(404, "File not found")
             return None
         if not inside:
@@ -91,6 +116,11 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             return None
         ident = _slugs(self._root() / SLUGS).get(m.group(1))
         return f"/errors/{ident}/" if ident is not None else None
+
+    def list_directory(self, path: str | os.PathLike[str]) -> Optional[io.BytesIO]:
+        """A folder without an index page is not found: the site has no listings to show."""
+        self.send_error(404, "File not found")
+        return None
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         full = Path(path)
