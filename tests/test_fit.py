@@ -11,6 +11,7 @@ import re
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,6 +22,7 @@ from kb.fit.launch import checkpoint_bytes
 from kb.fit.memory import GIB, FitInput, compute, layout
 from kb.fit.shape import shape_of, weight_bytes
 from kb.hardware import GPUS, gpu
+from kb.scan.source import SourceSpec
 
 DATA = Path(__file__).resolve().parent / "data"
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
@@ -387,3 +389,56 @@ def test_every_predicted_memory_error_is_the_releases_own_template_filled(versio
     # the "Free memory on device" check is skipped with the extensible KV cache, raised without it
     assert not [e for e in reports[4][2].errors if e.key == "free-memory"]
     assert [e.key for e in reports[5][2].errors][:1] == ["free-memory"]
+
+
+@pytest.fixture(scope="module")
+def model_0_34() -> Any:
+    from kb.jobs import read_flags
+
+    return read_flags(SourceSpec(vllm_version="0.34.0"))[1]
+
+
+@pytest.mark.parametrize("where, value, said", [
+    ("config", "Infinity", "c.json:1: hidden_size: expected an integer, got Infinity"),
+    ("config", "-Infinity", "c.json:1: hidden_size: expected an integer, got -Infinity"),
+    ("config", "NaN", "c.json:1: hidden_size: expected an integer, got NaN"),
+    ("config", "1e308", "c.json:1: hidden_size: expected an integer, got 1e+308"),
+    ("config", "9" * 400, "c.json:1: hidden_size: out of range (more than 2**63), got an integer of 400 digits"),
+    ("vocab", "Infinity", "c.json:1: vocab_size: expected a finite integer, got Infinity"),
+    ("vocab", "9" * 400, "c.json:1: vocab_size: expected an integer of at most 2147483647, got an integer of 400"),
+    ("flag", "--gpu-memory-gib inf", "--gpu-memory-gib: expected a finite number, got Infinity"),
+    ("flag", "--gpu-memory-gib nan", "--gpu-memory-gib: expected a finite number, got NaN"),
+    ("flag", "--gpu-memory-gib 1e300", "--gpu-memory-gib: out of range (more than 2**63), got 1e+300"),
+    ("flag", "--gpu-memory-gib 5e6", "--gpu-memory-gib: must be at most 1e+06, got 5000000.0"),
+    ("flag", "--gpu h100 --gpu-count -1", "--gpu-count: must be at least 0, got -1"),
+    ("flag", "--gpu h100 --gpu-count " + "1" * 24, "--gpu-count: out of range (more than 2**63), got an integer of 24"),
+    ("flag", "--gpu h100 --gpu-memory-used-gib inf", "--gpu-memory-used-gib: expected a number from 0 to 1e+06"),
+    ("flag", "--gpu h100 --compute-capability 1e400", "--compute-capability: expected a finite number, got Infinity"),
+    ("launch", "-tp " + "1" * 23, "-tp: out of range (more than 2**63), got an integer of 23 digits"),
+    ("launch", "--max-num-seqs " + "9" * 26, "--max-num-seqs: out of range (more than 2**63)"),
+])
+def test_kb_fit_refuses_a_number_no_launch_can_have_with_one_located_line(tmp_path: Path, model_0_34: Any,
+                                                                           where: str, value: str, said: str) -> None:
+    """Infinity, NaN, 1e308, a 400-digit integer in config.json, the hardware options or the
+    launch: one located line (a UsageError: exit 2), never a traceback (they ended in OverflowError)."""
+    from kb.checks.launch import read_config
+    from kb.cli import hardware_of, parser
+    from kb.errors import UsageError
+    from kb.fit.launch import fit_one
+    text = json.dumps(LLAMA3_8B)
+    if where in ("config", "vocab"):
+        key = "hidden_size" if where == "config" else "vocab_size"
+        text = text.replace(f'"{key}": {LLAMA3_8B[key]}', f'"{key}": {value}')
+        assert value in text
+    (tmp_path / "c.json").write_text(text)
+    options = value.split() if where == "flag" else ["--gpu", "h100"]
+    words = value.split() if where == "launch" else []
+    args = parser().parse_args(["fit", "--model-config", "c.json", *options, "--", "vllm", "serve", "m", *words])
+    hardware = hardware_of(args)
+    if args.gpu_memory_used_gib is not None:
+        hardware["gpu_memory_used_gib"] = args.gpu_memory_used_gib
+    config = read_config(tmp_path / "c.json")
+    with pytest.raises(UsageError) as caught:
+        fit_one((), model_0_34, ["vllm", "serve", "m", *words], replace(config, path="c.json"), hardware)
+    assert caught.value.exit_code == 2
+    assert str(caught.value).startswith(said), str(caught.value)

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 UNKNOWN = object()
+# physical bounds of the hardware facts: a value past them is a typo or an attack, never a GPU
+MAX_GPUS = 1_000_000  # GPUs on one node
+MAX_GPU_GIB = 1_000_000.0  # memory of one GPU, GiB (2026's largest: under 300)
+MAX_CAPABILITY = 100.0  # CUDA compute capability (2026: 12.x)
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Input:
     json_key: Optional[tuple[str, str]] = None  # (flag, key): also read from a JSON flag, e.g. --speculative-config
     fallback: Optional[str] = None  # another input whose value stands in when this one is absent
     minimum: Optional[float] = None  # the smallest value that means anything (a count of GPUs, of heads)
+    maximum: Optional[float] = None  # a physical bound (no GPU has a million GiB); else MAX_NUMBER
     beside: tuple[str, ...] = ()  # a config input true when one of these files sits beside config.json
 
 
@@ -119,10 +124,12 @@ INPUTS: dict[str, Input] = {i.name: i for i in [
             "quantization_config.q_group_size", "quantization_config.global_quant_config.weight.group_size",
             default=None),
     # --- hardware --------------------------------------------------------------------------------
-    Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int", minimum=0),
+    Input("gpu_count", "hardware", "GPUs visible on the launching node", ("--gpu-count",), type="int", minimum=0,
+          maximum=MAX_GPUS),
     Input("compute_capability", "hardware", "the GPU's CUDA compute capability, e.g. 8.0", ("--compute-capability",),
-          type="float", minimum=0),
-    Input("gpu_memory_gib", "hardware", "memory of one GPU in GiB", ("--gpu-memory-gib",), type="float", minimum=0),
+          type="float", minimum=0, maximum=MAX_CAPABILITY),
+    Input("gpu_memory_gib", "hardware", "memory of one GPU in GiB", ("--gpu-memory-gib",), type="float", minimum=0,
+          maximum=MAX_GPU_GIB),
 ]}
 
 
@@ -163,6 +170,8 @@ def checked_value(inp: Input, value: Any) -> Any:
         raise ValueError(f"must be at least {inp.minimum:g}, got {_shown(value)}")
     if isinstance(value, (int, float)) and abs(value) > MAX_NUMBER:
         raise ValueError(f"out of range (more than 2**63), got {_shown(value)}")
+    if inp.maximum is not None and value > inp.maximum:
+        raise ValueError(f"must be at most {inp.maximum:g}, got {_shown(value)}")
     if isinstance(value, str) and len(value) > MAX_TEXT:
         raise ValueError(f"longer than {MAX_TEXT} characters, got {_shown(value)}")
     return value

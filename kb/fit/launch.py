@@ -8,6 +8,7 @@ it predicts get the ids of the release's raise sites and its own templates, fill
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from typing import Any, Optional
 from kb.checks.cli_parse import ParseError, has_parser, parse_command
 from kb.checks.computed import Hardware
 from kb.checks.derive import facts_of
-from kb.checks.launch import MAX_LISTED, ConfigFile, serve_words
+from kb.checks.launch import MAX_LISTED, ConfigFile, parse_launch, serve_words
+from kb.checks.vocab import INPUTS, MAX_GPU_GIB
 from kb.config.model import ConfigModel
 from kb.errors import UsageError
 from kb.fit.follow import Rules, rules_of
@@ -117,6 +119,26 @@ def extensible_on(rules: Rules, flags: Mapping[str, Any]) -> bool:
             and not flags.get("enable_elastic_ep"))
 
 
+# the config.json inputs of kb check's vocabulary that kb fit sizes with (the others it does not read)
+SIZED_BY = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+            "max_position_embeddings", "head_dim", "vocab_size")
+
+
+def refuse_bad_numbers(argv: Sequence[str], config: ConfigFile, hardware: Mapping[str, Any]) -> None:
+    """Every number kb fit sizes with, validated where it enters, as kb check validates it
+    (kb/checks/vocab.py: the type, finite, the least value that means anything, a physical bound):
+    the flags, the hardware facts and the config.json keys of SIZED_BY. UsageError (exit 2) with
+    one located line per bad value; the arithmetic never sees a non-finite or absurd value."""
+    launch = parse_launch(argv, config, {k: v for k, v in hardware.items() if k in INPUTS})
+    bad = [problem for name, problem in launch.bad.items() if INPUTS[name].kind != "config" or name in SIZED_BY]
+    used = hardware.get("gpu_memory_used_gib")
+    if used is not None and (isinstance(used, bool) or not isinstance(used, (int, float)) or not math.isfinite(used)
+                             or not 0 <= used <= MAX_GPU_GIB):
+        bad.append(f"--gpu-memory-used-gib: expected a number from 0 to {MAX_GPU_GIB:g}, got {used}")
+    if bad:
+        raise UsageError("; ".join(dict.fromkeys(bad)))
+
+
 def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Sequence[str], config: ConfigFile,
             hardware: Mapping[str, Any], checkpoint: Optional[float] = None) -> FitReport:
     if model is None or not has_parser(model):
@@ -124,6 +146,13 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
     parsed = parse_command(model, serve_words(argv))
     if parsed.error is not None:
         return FitReport(None, (), parsed.error, ())
+    for dest, low in (("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("block_size", 1),
+                      ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
+        value = parsed.values.get(dest)
+        if value is not None and (not isinstance(value, int) or value < low):
+            raise UsageError(f"--{dest.replace('_', '-')} {value}: vLLM refuses it (at least {low})")
+    refuse_bad_numbers(argv, config, hardware)
+    shape = shape_of(config.data, config.path, config.where)  # its keys' problems before any other figure's
     memory = hardware.get("gpu_memory_gib")
     if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
         raise UsageError("give the GPU: --gpu NAME or --gpu-memory-gib G")
@@ -136,11 +165,6 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         value = flags.get(dest)
         return default if value is None else value
 
-    for dest, low in (("tensor_parallel_size", 1), ("pipeline_parallel_size", 1), ("block_size", 1),
-                      ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
-        value = flags.get(dest)
-        if value is not None and (not isinstance(value, int) or value < low):
-            raise UsageError(f"--{dest.replace('_', '-')} {value}: vLLM refuses it (at least {low})")
     flag_util, cg = release_defaults(model)
     rules = rules_of(model, flag_util)
     extensible = extensible_on(rules, flags)
@@ -157,7 +181,6 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         tokens, seqs = number("max_num_batched_tokens", 2048), number("max_num_seqs", 256)
         assumptions.append(f"max_num_batched_tokens {tokens}, max_num_seqs {seqs} (vLLM's default here: "
                            f"{facts.computed.missing.get('max_num_batched_tokens', 'unknown')})")
-    shape = shape_of(config.data, config.path)
     kv_bytes = number("kv_cache_memory_bytes", None)
     blocks = number("num_gpu_blocks_override", None)
     inp = FitInput(

@@ -9,7 +9,9 @@ attention (`get_kv_cache_spec` of each attention layer)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -57,20 +59,43 @@ class Shape:
         return self.kv_lora_rank > 0
 
 
-def _int(d: Mapping[str, Any], *keys: str, default: int = 0) -> int:
-    for k in keys:
-        v = d.get(k)
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, int) and v >= 0:
-            return v
-        if isinstance(v, float) and v.is_integer() and v >= 0:
-            return int(v)
-    return default
+MAX_DIM = 2**31 - 1  # no dimension, count or rank of a model comes near; beyond it, a typo or an attack
 
 
-def shape_of(config: Mapping[str, Any], where: str = "config.json") -> Shape:
-    """The shape, or UsageError naming the key that is missing or wrong."""
+def _int_reader(locate: Callable[[str], str]) -> Callable[..., int]:
+    """`_int(d, *keys, default=0)`: the first of `keys` that `d` gives as a non-negative integer
+    (an integral float is one); a key absent, null, negative (-1: "none" in some configs) or not
+    a number is skipped, as before. A number no model can have (not finite, or past MAX_DIM) is a
+    UsageError located by `locate(key)`: kb fit never sizes with it."""
+
+    def _int(d: Mapping[str, Any], *keys: str, default: int = 0) -> int:
+        for k in keys:
+            v = d.get(k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            if isinstance(v, float) and not math.isfinite(v):
+                raise UsageError(f"{k}: expected a finite integer, got {_shown(v)}", locate(k))
+            if v > MAX_DIM:
+                raise UsageError(f"{k}: expected an integer of at most {MAX_DIM}, got {_shown(v)}", locate(k))
+            if v >= 0 and (isinstance(v, int) or v.is_integer()):
+                return int(v)
+        return default
+
+    return _int
+
+
+def _shown(v: float) -> str:
+    if isinstance(v, int) and abs(v) > 2**63:
+        return f"an integer of {len(str(abs(v)))} digits"
+    return json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("NaN" if v != v else
+                                                                                 "Infinity" if v > 0 else "-Infinity")
+
+
+def shape_of(config: Mapping[str, Any], where: str = "config.json",
+             locate: Optional[Callable[[str], str]] = None) -> Shape:
+    """The shape, or UsageError naming the key that is missing or wrong (`locate(key)`:
+    `path:line` of the key, else `where`)."""
+    _int = _int_reader(locate or (lambda _key: where))
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     assert isinstance(text, dict)
     layers = _int(text, "num_hidden_layers", "n_layer", "num_layers")
