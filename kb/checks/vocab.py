@@ -165,15 +165,15 @@ def checked_value(inp: Input, value: Any) -> Any:
         ok = isinstance(value, str)
     if not ok:
         wanted = "a finite number" if isinstance(value, float) and inp.type == "float" else _TYPE_NAMES[inp.type]
-        raise ValueError(f"expected {wanted}, got {_shown(value)}")
+        raise ValueError(f"expected {wanted}, got {shown_value(value)}")
     if inp.minimum is not None and value < inp.minimum:
-        raise ValueError(f"must be at least {inp.minimum:g}, got {_shown(value)}")
+        raise ValueError(f"must be at least {inp.minimum:g}, got {shown_value(value)}")
     if isinstance(value, (int, float)) and abs(value) > MAX_NUMBER:
-        raise ValueError(f"out of range (more than 2**63), got {_shown(value)}")
+        raise ValueError(f"out of range (more than 2**63), got {shown_value(value)}")
     if inp.maximum is not None and value > inp.maximum:
-        raise ValueError(f"must be at most {inp.maximum:g}, got {_shown(value)}")
+        raise ValueError(f"must be at most {inp.maximum:g}, got {shown_value(value)}")
     if isinstance(value, str) and len(value) > MAX_TEXT:
-        raise ValueError(f"longer than {MAX_TEXT} characters, got {_shown(value)}")
+        raise ValueError(f"longer than {MAX_TEXT} characters, got {shown_value(value)}")
     return value
 
 
@@ -181,7 +181,7 @@ MAX_NUMBER = 2**63  # no count or size of a launch comes near; beyond it arithme
 MAX_TEXT = 10_000  # a dtype, a method name, a file path
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value as the message quotes it, cut short: it may come from a hostile file."""
     if isinstance(value, dict):
         return "a JSON object"

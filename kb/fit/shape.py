@@ -9,12 +9,12 @@ attention (`get_kv_cache_spec` of each attention layer)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from kb.checks.vocab import shown_value
 from kb.errors import UsageError
 
 # bytes per element of a dtype name (torch's names; vLLM's `--dtype`/`--kv-cache-dtype` words)
@@ -74,21 +74,14 @@ def _int_reader(locate: Callable[[str], str]) -> Callable[..., int]:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 continue
             if isinstance(v, float) and not math.isfinite(v):
-                raise UsageError(f"{k}: expected a finite integer, got {_shown(v)}", locate(k))
+                raise UsageError(f"{k}: expected a finite integer, got {shown_value(v)}", locate(k))
             if v > MAX_DIM:
-                raise UsageError(f"{k}: expected an integer of at most {MAX_DIM}, got {_shown(v)}", locate(k))
+                raise UsageError(f"{k}: expected an integer of at most {MAX_DIM}, got {shown_value(v)}", locate(k))
             if v >= 0 and (isinstance(v, int) or v.is_integer()):
                 return int(v)
         return default
 
     return _int
-
-
-def _shown(v: float) -> str:
-    if isinstance(v, int) and abs(v) > 2**63:
-        return f"an integer of {len(str(abs(v)))} digits"
-    return json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("NaN" if v != v else
-                                                                                 "Infinity" if v > 0 else "-Infinity")
 
 
 def shape_of(config: Mapping[str, Any], where: str = "config.json",
