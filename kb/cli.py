@@ -125,7 +125,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from kb.explain.match import MATCH_INDEX, explanation_json, explanation_text
+    from kb.explain.match import MATCH_INDEX
+    from kb.explain.output import explanation_json, explanation_text
     from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 

@@ -369,9 +369,13 @@ def match_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: 
     wordings = release_wordings([("", result)])
     path = _compiled_path("match-index", result, errors, repr(wordings))
     if not path.exists():
+        from kb.derived.attach import attach_derived
+
         merged = curated_records([("", result)], errors)
+        # the meaning and first fix each error's page gives, derived ones too (kb/derived/)
+        records = attach_derived(merged.records, result.config, os.cpu_count() or 1, cache_dir())
         try:
-            write_atomic(path, match_index_json(merged.records, result.tree.release, wordings))
+            write_atomic(path, match_index_json(records, result.tree.release, wordings))
         except OSError as e:
             raise KBError(f"cannot write the match index into the cache: {e.strerror or e}", str(path)) from None
     return path

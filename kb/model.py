@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, Self
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
     from kb.config.resolve import SetBy
+    from kb.derived.model import DerivedGuidance
 
 REPO = "vllm-project/vllm"
 
@@ -426,6 +427,7 @@ class Entry:
     check: Optional[Check] = None
     no_check: Optional[str] = None
     verified: Optional[Verified] = None
+    supersedes: tuple[str, ...] = ()  # removed error ids whose check this error now makes (V0 -> V1 engine)
     family: Optional[Family] = None  # set by the loader from errors/families/
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # "a.b.0" -> line
 
@@ -489,6 +491,7 @@ class Record:
     checked: bool = False  # the entry's check passes its cases and vLLM's guard, its example fix runs right
     setby: Optional[SetBy] = None  # what sets it: its guard's inputs resolved against the flag model
     reports: tuple[Report, ...] = ()  # public reports that quote its message (errors/reports/)
+    derived: Optional[DerivedGuidance] = None  # what kb derives from the source for it (kb/derived/)
 
     @property
     def file(self) -> str:

@@ -104,6 +104,63 @@ def test_a_paste_of_an_older_wording_lands_on_its_successors_page(tmp_path: Path
         page.close()
 
 
+def test_a_removed_wording_leads_to_the_live_page_and_no_result_is_a_dead_link(tmp_path: Path, browser) -> None:
+    """As `kb explain` answers (tests/test_first_answer.py): the OOM message of a removed V0 file
+    lands on the page of the live error raising it; a removed error with no successor is listed as
+    plain text, said to have no page, with a working link to the nearest live page. No result is
+    an anchor without a page behind it."""
+    import urllib.request
+    from dataclasses import replace
+
+    from kb.model import Entry
+    from kb.records.merge import build_records
+    from kb.site.build import BuildOptions, build_site
+    from sitehelpers import fixture_scan
+    from test_first_answer import EXTRA, GONE, OOM, _site, _wordings
+
+    result = fixture_scan(tmp_path / "tree", EXTRA)
+    live = _site(result, "vllm/v1/core/kv.py", "No available")
+    records = [replace(r, entry=Entry(r.id, "errors/oom.yaml", "The KV cache gets what is left of the memory budget.",
+                                      solutions=("Raise `--gpu-memory-utilization`.",))) if r.id == live else r
+               for r in build_records(result)]
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), records, wordings=_wordings(result))
+    traceback = ('  File "/usr/lib/python3/dist-packages/vllm/worker/worker.py", line 660, in raise_if_cache_size_'
+                 f'invalid\nValueError: {OOM}\n')
+    with serving(tmp_path / "site") as url:
+        _agree(url, browser, [traceback, f"ValueError: {OOM}", "ValueError: Cannot request more than 20 logprobs.",
+                              "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens "
+                              "that can be stored in KV cache (20016). Try increasing `gpu_memory_utilization` or "
+                              "decreasing `max_model_len` when initializing the engine."])
+        page = browser.new_page()
+        page.goto(url + "/")
+        page.fill("textarea#q", traceback)
+        page.click("text=Find this error")
+        page.wait_for_url(f"**/errors/{live}/", timeout=15000)
+
+        page.goto(url + "/search/")
+        page.fill("textarea#q", "prefix noise ValueError: Cannot request more than 20 logprobs. and more noise")
+        page.click("button[type=submit]")
+        first = page.locator("#results li").first
+        first.wait_for(timeout=15000)
+        assert first.locator("span.nolink").inner_text().startswith("Cannot request more than")
+        assert "raised by vLLM" not in first.inner_text()  # its release range is the note's
+        assert "Raised up to vLLM 0.10.2 (from 0.4.3); removed in 0.11.2." in first.inner_text()
+        assert "No page on this site: vLLM 0.1.0 does not raise it. The closest current error" in first.inner_text()
+        assert page.locator("#results a:not([href])").count() == 0
+        hrefs = page.eval_on_selector_all("#results a", "as => as.map(a => a.href)")
+        assert hrefs and all(urllib.request.urlopen(h).status == 200 for h in hrefs)
+        assert GONE not in "".join(hrefs)
+
+        page.fill("textarea#q", "see: ValueError: " + OOM + " (twice)")  # inside a text: listed, the answer first
+        page.click("button[type=submit]")
+        page.wait_for_function("document.getElementById('status').textContent.includes('matches')")
+        first = page.locator("#results li").first
+        assert first.locator("a").first.get_attribute("href").endswith(f"errors/{live}/")
+        assert "What it means: The KV cache gets what is left of the memory budget." in first.inner_text()
+        assert "First fix: Raise `--gpu-memory-utilization`." in first.inner_text()
+        page.close()
+
+
 def test_search_shows_the_placeholder_values(base_url: str, browser) -> None:
     assert_search_page_works(base_url, browser)
 
@@ -343,6 +400,7 @@ def _agree(url: str, browser, texts: list[str]) -> None:
     import urllib.request
 
     from kb.explain.match import Matcher, explain
+    from kb.explain.output import answer_note, wording_note
 
     matcher = Matcher(unpacked_json(urllib.request.urlopen(url + "/api/match-index.json.gz").read()))
     page = browser.new_page()
@@ -352,7 +410,11 @@ def _agree(url: str, browser, texts: list[str]) -> None:
         site = page.evaluate("(t) => window.kbExplain(t)", text)
         ex = explain(text, matcher)
         cli = {"found": [{"id": f.best.id, "kind": f.best.kind, "score": f.best.score,
-                          "values": [list(v) for v in f.best.values]} for f in ex.found],
+                          "values": [list(v) for v in f.best.values],
+                          "answer": f.answer.id if f.answer else None, "via": f.answer.via if f.answer else None,
+                          "closest": [f.closest.id, f.closest.score] if f.closest else None,
+                          "note": (answer_note(f) if f.answer else wording_note(f.best.entry)) or ""}
+                         for f in ex.found],
                "suggestions": [{"id": s.id, "kind": s.kind, "score": s.score, "values": []} for s in ex.suggestions]}
         assert site == cli, text
     page.close()

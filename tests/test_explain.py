@@ -210,7 +210,7 @@ def test_fit_finds_what_a_lazy_regex_finds(parts: list[str], text: str, anchors:
 
     start, end = anchors
 
-    from kb.explain.match import fit
+    from kb.explain.fit import fit
 
     pattern = ("^" if start else "") + "(.+?)".join(re.escape(p) for p in parts) + ("$" if end else "")
     m = re.search(pattern, text)
@@ -320,7 +320,7 @@ def test_a_placeholder_at_the_end_takes_the_bracketed_value_only(lookup: Matcher
 
 
 def test_edge_values_of_contained_matches() -> None:
-    from kb.explain.match import contained
+    from kb.explain.fit import contained
 
     parts = ["", " failed: ", ""]
     assert contained(parts, "INFO [x] the (big) worker failed: boom now")[0] == ["worker", "boom"]
@@ -333,15 +333,17 @@ def test_the_browser_lookup_has_the_same_constants() -> None:
     """search.js repeats kb explain's thresholds; the agreement tests cover the logic, this the numbers."""
     import re as re_
 
-    from kb.explain import match as m
+    from kb.explain import fit, fuzzy, match
     from kb.paths import data_dir
 
     js = (data_dir("templates") / "static" / "search.js").read_text(encoding="utf-8")
-    for name in ("MIN_LITERAL", "MIN_SIMILARITY", "FUZZY_MAX_TOKENS", "FUZZY_CANDIDATES", "FUZZY_MIN_WORDS",
-                 "FUZZY_MIN_TOKENS", "FUZZY_EDITS", "WORD_COST", "SIGN_COST"):
+    for module, name in ((fit, "MIN_LITERAL"), (match, "MIN_SIMILARITY"), (match, "NEAREST_FLOOR"),
+                         (fuzzy, "FUZZY_MAX_TOKENS"), (fuzzy, "FUZZY_CANDIDATES"), (fuzzy, "FUZZY_MIN_WORDS"),
+                         (fuzzy, "FUZZY_MIN_TOKENS"), (fuzzy, "FUZZY_EDITS"), (fuzzy, "WORD_COST"),
+                         (fuzzy, "SIGN_COST")):
         found = re_.search(rf"\b{name} = ([0-9.]+)", js)
         assert found is not None, name
-        assert float(found.group(1)) == float(getattr(m, name)), name
+        assert float(found.group(1)) == float(getattr(module, name)), name
 
 
 def test_spacing_and_words_split_by_a_wrap_are_probably_the_message(lookup: Matcher) -> None:
@@ -358,7 +360,7 @@ def test_spacing_and_words_split_by_a_wrap_are_probably_the_message(lookup: Matc
 
 
 def test_align_counts_edits_and_lets_values_take_words() -> None:
-    from kb.explain.match import align, differences, _tokens
+    from kb.explain.fuzzy import _tokens, align, differences
 
     template = ["tensor", "parallel", "size", None, "is", "too", "big"]
     text = "tensor parallel size 16 or 32 is very big"

@@ -125,10 +125,14 @@ def test_real_dcp_page_has_every_reference_section(site_0_33) -> None:
     for needle in ["vllm-project/vllm · error · ValueError", "<h2>Error message</h2>", "<h2>What it means</h2>",
                    "Thrown at <code>vllm/config/model.py:1602</code>",
                    'href="https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L1602">View on GitHub (pinned to v0.33.0)',
-                   "<h2>Solutions</h2>", "<h2>Example fix</h2>", "<h2>Defensive patterns</h2>", "<h2>Prevention</h2>",
-                   "<h3>Trigger</h3>", "<h3>Common situations</h3>", "<h2>Related errors</h2>", "Data as JSON:",
-                   "Report an issue"]:
+                   "<h3>Trigger</h3>", "<h2>Related errors</h2>", "Data as JSON:", "Report an issue",
+                   # no entries here: what it means is derived from the source, marked so (kb/derived/)
+                   '<span class="badge derived">derived guidance</span>', "Derived from vLLM's source",
+                   "<code>--decode-context-parallel-size</code> is greater than 1"]:
         assert needle in html, needle
+    # nothing curated: those sections are left out, never a placeholder
+    for gone in ("Not curated", "<h2>Defensive patterns</h2>", "<h2>Prevention</h2>", "<h3>Common situations</h3>"):
+        assert gone not in html, gone
     assert html.count('<span class="r') >= 6  # uncurated here (no entries): the guard's block down to the raise
 
 
@@ -184,8 +188,6 @@ def test_history_over_the_published_releases() -> None:
         "kb/releases/wordings.json.gz is stale: run `kb wordings`"
 
 
-@pytest.mark.xfail(strict=True, reason="issue #31: on 0.34.0 the closest current error of the removed 0.6-era "
-                   "wording is a less similar one, since 0.34.0 reworded the KV cache error; `supersedes:` fixes it")
 def test_the_pinned_lookup_knows_older_wording() -> None:
     """On a fresh machine `kb explain` (the pinned release, shipped wordings) finds a 0.6-era
     paste, with the releases that raised it and the current error closest to it."""
@@ -202,8 +204,40 @@ def test_the_pinned_lookup_knows_older_wording() -> None:
     assert e["older"] and e["current"] is None and order.index(e["releases"][0]) <= order.index("0.6.6.post1")
     assert order.index(e["endedIn"]) > order.index(e["releases"][1])
     assert dict(found.best.values) == {"max_model_len": "32768", "max_seq_len": "20016"}
-    # "To serve at least one request ..." as the pinned release words it (0.33.0: eba7431588b95564)
+    # "To serve at least one request ..." as the pinned release words it (0.33.0: eba7431588b95564), the
+    # V1 engine's check of the removed V0 one: its curated entry says so (`supersedes:`), and it leads
     assert found.closest is not None and found.closest.id == "ec83d3e000d5eb4e"
+    assert found.answer is not None and (found.answer.id, found.answer.via) == ("ec83d3e000d5eb4e", "declared")
+
+
+@pytest.mark.parametrize("paste", [
+    "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+    "the engine.",
+    # tests/data/real_pastes.yaml, vllm-project/vllm#10439: a 0.6 V0 traceback names the removed file
+    'vllm-1  | ERROR 11-18 18:07:28 engine.py:366]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/'
+    'worker.py", line 493, in raise_if_cache_size_invalid\n'
+    "vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try "
+    "increasing `gpu_memory_utilization` when initializing the engine.\n",
+])
+def test_the_classic_oom_paste_leads_with_the_live_curated_page(paste: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a fresh machine (the pinned release, shipped wordings) the OOM message of the V0 worker,
+    removed in 0.11.2, leads with the page of the error 0.34.0 raises for it (the curated successor of
+    6c46f7812bf8b50d), its meaning and first fix, the user's release range beside it: the CLI's first
+    error, the JSON's first answer."""
+    import json
+
+    from kb.cli import main
+
+    live = "6b881f0598675963"
+    assert main(["explain", "--vllm-version", PINNED_VLLM, paste]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].startswith(f"{live}  ValueError  vllm/v1/core/kv_cache_planning.py:")
+    assert "Your wording is vLLM 0.4.3–0.10.2's (vllm/worker/worker.py:660, removed in 0.11.2)" in out
+    assert "First fix: " in out and f"/errors/{live}/" in out and "Raised up to" not in out
+    assert main(["explain", "--vllm-version", PINNED_VLLM, "--json", paste]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["found"]
+    assert found["answer"]["id"] == live and found["answer"]["curated"] and found["answer"]["solution"]
+    assert found["match"]["url"] == f"/errors/{live}/" and found["match"]["releases"] == ["0.4.3", "0.10.2"]
 
 
 def test_filled_templates_of_the_release_map_back() -> None:
@@ -259,3 +293,30 @@ def test_held_out_real_pastes_score() -> None:
     assert told["none: WRONG (matched)"] == 0 and told["none: unmatched"] >= 9
     assert told["right first"] >= 0.92 * vllm and told["wrong"] == 0
     assert pinned["right first"] >= 0.92 * vllm and pinned["wrong"] <= 1
+
+
+def test_first_answers_of_real_pastes_help() -> None:
+    """Issue #31: the share of matched real pastes whose first answer (`kb explain --json` on a fresh
+    machine, the pinned release) is a live page with a fix for the paste's own error, judged from the
+    sources (bench/first_answer.py). Thresholds are today's measured figures, so that a regression
+    fails; the issue's target is 90% on the held-out set."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from kb.explain.match import Matcher, load_index
+    from kb.jobs import match_index_for
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from first_answer import SETS, Truth, first_answers
+
+    truth = Truth()
+    matcher = Matcher(load_index(match_index_for(SourceSpec(vllm_version=PINNED_VLLM))))
+    share = {}
+    for path in SETS:
+        c = first_answers(yaml.safe_load(path.read_text(encoding="utf-8")), truth, matcher)
+        assert c["first answer: live with a fix, another error"] == 0, path.name
+        share[path.name] = (c["HELPS (the same error, by the source)"] + c["HELPS (its declared successor)"]) / c["matched"]
+    # measured: 74 of 78 and 38 of 41; the misses are errors vLLM removed with no successor
+    assert share["real_pastes.yaml"] >= 0.94 and share["real_pastes_heldout.yaml"] >= 0.92, share

@@ -12,7 +12,7 @@ import pytest
 
 from entryhelpers import DCP_MAX, DCP_MAX_FILE, DCP_MAX_ID, DCP_MAX_TEMPLATE, write_entries
 from kb.entries.load import load_entries
-from kb.explain.match import quotes_template
+from kb.explain.fit import quotes_template
 from kb.mkdocs.pages import error_markdown
 from kb.model import Report, Wording
 from kb.records.merge import merge

@@ -59,7 +59,9 @@ class Releases:
         return sorted(found | {self.label(self.spec)})
 
     def record(self, spec: SourceSpec, ident: str) -> Optional[dict[str, Any]]:
+        from kb.derived.attach import attach_derived
         from kb.jobs import curated_records, scan_release
+        from kb.paths import cache_dir
         from kb.records.merge import Merged, attach_set_by
         from kb.site.api import SiteInfo, api_record
 
@@ -67,7 +69,9 @@ class Releases:
         if key not in self.records:
             scan = scan_release(spec)
             merged: Merged = curated_records([("", scan)], self.errors)
-            self.records[key] = ({r.id: r for r in merged.records}, (SiteInfo(scan.tree), scan.config))
+            # the guidance the site's page gives, derived parts too (kb/derived/; cached by digest)
+            records = attach_derived(merged.records, scan.config, 1, cache_dir())
+            self.records[key] = ({r.id: r for r in records}, (SiteInfo(scan.tree), scan.config))
         by_id, (info, config) = self.records[key]
         r = by_id.get(ident)
         if r is None:
@@ -94,7 +98,7 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
     def explain(text: str, release: Optional[str] = None) -> dict[str, Any]:
         """What `kb explain --json` says of an error text or a log: the vLLM error it is, the values
         in it, its meaning and fixes."""
-        from kb.explain.match import explanation_json
+        from kb.explain.output import explanation_json
         from kb.jobs import explain_text
 
         spec = releases.spec_for(release)

@@ -35,6 +35,7 @@ class ParseError:
     option: Optional[str]
     exact: bool = True
     stage: str = "argparse"  # argparse, or validate (vLLM's own check of the words, before argparse)
+    raised: str = ""  # the id of the error a config raises while the parser builds it from a JSON value, else ""
 
     @property
     def printed(self) -> str:

@@ -215,7 +215,8 @@ def parse_time(outcome: Outcome, index: DerivedIndex, flags: ConfigModel, values
             shown = value.get(check.field) if check.field else value
             message = f"argument {name}: " + pydantic_report(check.config_class, [
                 (check.field, f"Value error, {first.message}", "value_error", shown)])
-            return replace(outcome, parse_error=ParseError(message, name.split("/")[0], "{" not in first.message),
+            return replace(outcome, parse_error=ParseError(message, name.split("/")[0], "{" not in first.message,
+                                                           raised=first.record.id),
                            predicted=tuple(p for p in outcome.predicted if p is not first))
     return outcome
 

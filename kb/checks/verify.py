@@ -19,7 +19,7 @@ from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.config.model import ConfigModel
 from kb.errors import ExprError, MissingInput, UsageError
-from kb.model import Check, Located, RaiseSite, Record
+from kb.model import Check, ExampleFix, Located, RaiseSite, Record
 
 
 def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = None) -> dict[str, list[Located]]:
@@ -186,46 +186,57 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
     e = r.entry
     assert e is not None and e.example_fix is not None
     fix = e.example_fix
-    line = e.line_of("example_fix")
     if fix.language != "shell":
-        return [Located(e.path, line, "an entry with a check needs a shell example fix (a `vllm serve` command) "
-                                      "so that kb check can run it")]
-    problems: list[Located] = []
+        return [Located(e.path, e.line_of("example_fix"), "an entry with a check needs a shell example fix (a `vllm "
+                                                          "serve` command) so that kb check can run it")]
+    return [_failed_check(failed, r, side) if failed is not None else Located(e.path, e.line_of("example_fix", side),
+                                                                              message)
+            for side, message, failed in _fix_findings(r, fix, records, config)]
+
+
+def fix_problems(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[str]:
+    """What `verify_example_fix` finds wrong with an example fix that no entry holds (a fix kb
+    derives, kb/derived/fix.py): the same machinery, the problems as text."""
+    return [message if failed is None else f"example_fix.{side}: {failed.record.id}: {failed.error or failed.reason}"
+            for side, message, failed in _fix_findings(r, fix, records, config)]
+
+
+def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel]
+                  ) -> list[tuple[str, str, Optional[NotRun]]]:
+    """(side, problem, the check that could not run) of each problem of a shell example fix."""
+    problems: list[tuple[str, str, Optional[NotRun]]] = []
     for side, text in (("before", fix.before), ("after", fix.after)):
         words = command_words(text)
         if config is not None and has_parser(config):
             parsed = parse_command(config, serve_words(words))
             if parsed.error is not None:
-                problems.append(Located(e.path, e.line_of("example_fix", side),
-                                        f"example_fix.{side}: vLLM's parser refuses it: {parsed.error.printed}"))
+                problems.append((side, f"example_fix.{side}: vLLM's parser refuses it: {parsed.error.printed}", None))
             else:
                 for failure in validation_failures(config, parsed.values, parsed.given):
-                    problems.append(Located(e.path, e.line_of("example_fix", side),
-                                            f"example_fix.{side}: vLLM cannot build {failure.config_class}: "
-                                            + " / ".join(f"{f.flag}: {f.msg}" for f in failure.errors)))
+                    problems.append((side, f"example_fix.{side}: vLLM cannot build {failure.config_class}: "
+                                     + " / ".join(f"{f.flag}: {f.msg}" for f in failure.errors), None))
         launch = parse_launch(words, fix.model_config or None, fix.hardware or None)
         for p in launch.problems:
-            problems.append(Located(e.path, e.line_of("example_fix", side), f"example_fix.{side}: {p}"))
+            problems.append((side, f"example_fix.{side}: {p}", None))
         # as `kb check` runs it: the derived checks and the values vLLM computes too, where the
         # release's parser is known; else the curated checks alone
         outcome = check_one(records, config, words, ConfigFile("config.json", dict(fix.model_config or {})),
                             dict(fix.hardware or {}), with_valid=False) if config is not None and has_parser(config) \
             else predict(records, launch)
-        problems += [_failed_check(n, r, side) for n in outcome.not_run]
+        problems += [(side, "", n) for n in outcome.not_run]
         ids = [p.record.id for p in outcome.predicted]
+        if outcome.parse_error is not None and outcome.parse_error.raised:
+            ids.append(outcome.parse_error.raised)  # raised while vLLM's parser builds a config from a JSON value
         # with the GPU's memory, as `kb check` then also runs `kb fit`: the memory errors
         memory = _fit_ids(records, config, words, fix.model_config, fix.hardware) if _memory_error(r) else []
         ids += [i for i in memory if i not in ids]
         if side == "before" and r.id not in ids and all(n.record.id != r.id for n in outcome.not_run):
             missing = next((s.missing for s in outcome.skipped if s.record.id == r.id), ())
             why = f" (missing inputs: {', '.join(missing)})" if missing else ""
-            problems.append(Located(e.path, e.line_of("example_fix", side),
-                                    f"example_fix.before does not predict this error{why}"))
+            problems.append((side, f"example_fix.before does not predict this error{why}", None))
         if side == "after" and ids:
-            problems.append(Located(e.path, e.line_of("example_fix", side),
-                                    "example_fix.after still predicts: " + "; ".join(
-                                        [f"{p.record.id} ({p.message})" for p in outcome.predicted]
-                                        + [f"{i} (kb fit)" for i in memory])))
+            problems.append((side, "example_fix.after still predicts: " + "; ".join(
+                [f"{p.record.id} ({p.message})" for p in outcome.predicted] + [f"{i} (kb fit)" for i in memory]), None))
     return problems
 
 

@@ -341,6 +341,17 @@ def _content_problems(data: dict[str, Any], lines: dict[str, int], shown: str) -
         out.append(Located(shown, at("no_check"), "an entry has either a check or no_check, not both"))
     if check is not None:
         out.extend(_check_problems(check, at, shown))
+    first: dict[str, int] = {}
+    for i, old in enumerate(data.get("supersedes", [])):
+        if not _ID.fullmatch(old):
+            out.append(Located(shown, at(f"supersedes.{i}"), f"supersedes.{i} must be an error id alone, 16 "
+                                                             "lowercase hex characters without white space"))
+        elif old == data.get("id"):
+            out.append(Located(shown, at(f"supersedes.{i}"), f"supersedes.{i} is this entry's own id"))
+        elif old in first:
+            out.append(Located(shown, at(f"supersedes.{i}"),
+                               f"{old} is listed twice (supersedes.{first[old]} and supersedes.{i})"))
+        first.setdefault(old, i)
     references = set(data.get("references", []))
     for i, situation in enumerate(data.get("common_situations", [])):
         for j, ref in enumerate(situation.get("references", [])):
@@ -425,5 +436,6 @@ def _entry(data: dict[str, Any], lines: dict[str, int], shown: str) -> Entry:
         ) if check else None,
         no_check=data.get("no_check"),
         verified=Verified(str(verified["release"]), verified["guard"]) if verified else None,
+        supersedes=tuple(data.get("supersedes", [])),
         lines=lines,
     )

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from kb.derived.guidance import guidance
 from kb.files import compact_json
 from kb.model import Record, Wording
 from kb.records.present import title_of
@@ -101,29 +102,37 @@ def match_index(records: Sequence[Record], release: str | None,
                     seen.add((part, s.exception_class))
                     entries.append(entry | {"cls": s.exception_class, "line": s.line} | _text(part) | {"part": True})
     current = {r.id: r for r in records if r.removed_since is None}
+    from kb.explain.successors import SUCCESSOR, removed_answers  # it reads literal_parts of this module
+
+    # the wording of an error no longer raised: the live error whose page answers for it (kb/explain/successors.py)
+    answers = removed_answers(records, wordings)
     for w in wordings:
         if w.id in current:
             continue
-        successor = current.get(w.current) if w.current else None
+        answer, via = (current[w.current], SUCCESSOR) if w.current in current else answers.get(w.id, (None, ""))
+        successor = answer if via == SUCCESSOR else None
         entries.append(_text(w.template) | {
             "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
-            "file": w.file, "line": w.line, "func": w.function, "curated": successor.curated if successor else False,
+            "file": w.file, "line": w.line, "func": w.function, "curated": answer.curated if answer else False,
             "releases": [w.first, w.last], "older": True,
             "current": successor.id if successor else None,
             "currentTemplate": successor.template if successor else None,
             "endedIn": w.ended_in,
             "chain": w.chain or w.current or w.id,
-            "page": successor.id if successor else w.id if w.id in pages else None,
-        } | (_curated(successor) if successor else {}))
+            "page": answer.id if answer else w.id if w.id in pages else None,
+        } | ({"via": via} | _curated(answer) if answer else {}))
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}
 
 
 def _curated(r: Record) -> dict[str, Any]:
-    """What the lookup shows of a curated entry: its meaning and first fix."""
-    e = r.entry
-    if e is None:
+    """What the lookup shows of an error: its meaning and first fix as its page gives them (curated,
+    else derived from vLLM's source: `derived` says so; kb/derived/guidance.py)."""
+    g = guidance(r)
+    if not g.meaning and not g.first_fix:
         return {}
-    return {"meaning": normalize(e.meaning)[:400], "solution": e.solutions[0] if e.solutions else ""}
+    out = {"meaning": normalize(g.meaning)[:400], "solution": g.first_fix}
+    derived = "derived" in (g.meaning_from, g.solutions_from)
+    return out | {"derived": True} if derived else out
 
 
 # The fields of an index entry and their JSON types: what the matcher and its output read.
@@ -131,9 +140,9 @@ _REQUIRED: dict[str, tuple[type, ...]] = {
     "id": (str,), "title": (str,), "cls": (str,), "file": (str,), "line": (int,), "func": (str,),
     "curated": (bool,), "parts": (list,), "names": (list,), "literal": (int,), "matchable": (bool,)}
 _OPTIONAL: dict[str, tuple[type, ...]] = {
-    "meaning": (str,), "solution": (str,), "text": (str,), "releases": (list,), "older": (bool,), "part": (bool,),
+    "meaning": (str,), "solution": (str,), "derived": (bool,), "text": (str,), "releases": (list,), "older": (bool,), "part": (bool,),
     "current": (str, type(None)), "currentTemplate": (str, type(None)), "endedIn": (str, type(None)),
-    "page": (str, type(None))}
+    "page": (str, type(None)), "via": (str,)}
 
 
 def index_problem(index: object) -> str | None:

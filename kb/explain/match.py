@@ -7,6 +7,11 @@ from what users paste around it (log prefixes, ANSI colours, `ValueError: `, pyd
 exactly (the whole message), contained in a longer text, or cut off at the end. Candidates
 are found through rare words of each template, so a 10 MB log takes seconds. When nothing
 matches, the closest templates are offered with a similarity score, never as an answer.
+
+Each error found gets its first answer (`Found.answer`): the page of an error the release raises,
+the match's own or the one an older wording leads to (kb/explain/successors.py), a page with a fix
+first among sites raising one message. Text and JSON output: kb/explain/output.py; the paste's
+messages and clues: messages.py; matching a template's parts: fit.py; edited wording: fuzzy.py.
 """
 
 from __future__ import annotations
@@ -20,38 +25,39 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import KBError
-from kb.explain.index import MATCH_FORMAT, index_problem, literal_parts, matchable, normalize, unescaped
+from kb.explain.fit import (
+    _MAX_LEAD,
+    _WORD,
+    MIN_LITERAL,
+    _anchor_words,
+    _clean_edges,
+    _cut_inside,
+    _lead_end,
+    _lead_value,
+    contained,
+    fit,
+)
+from kb.explain.fuzzy import (
+    FUZZY_CANDIDATES,
+    FUZZY_EDITS,
+    FUZZY_MAX_TOKENS,
+    FUZZY_MIN_TOKENS,
+    FUZZY_MIN_WORDS,
+    _aligned_values,
+    _template_tokens,
+    _tokens,
+    _weight,
+    align,
+    differences,
+)
+from kb.explain.index import MATCH_FORMAT, index_problem
+from kb.explain.messages import NO_CLUES, Clues, clues_of, log_messages, unwrap
 from kb.files import read_text
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
-                        r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?")
-PYDANTIC = re.compile(r"Value error, (.*?)(?: \[type=value_error\b.*)?$")
-EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
-# `SomeError: ` (or `RayTaskError(ValueError): `) anywhere after prose (in any script: `遇到了ValueError: `),
-# a title tag such as `[Bug]: `, a quote or a code span: the message is what follows the last one.
-EXCEPTION_MARK = re.compile(r"(?<![A-Za-z0-9_.])(?:[A-Za-z0-9_]+\.)*[A-Za-z0-9_]*(?:Error|Exception)"
-                            r"(?:\([A-Za-z0-9_.]*\))?(?:\[[^\]]*\])?: ")
-EXCEPTION_MARK_FOLD = re.compile(EXCEPTION_MARK.pattern, re.IGNORECASE)  # in a lower-cased paste
-_WRAPPING = "`*'\""
-_STARTS = re.compile(r"^(?:Traceback \(most recent call last\):|\s*File \"|During handling|The above exception)")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+SUCCESSOR = "successor"
+
 MIN_SIMILARITY = 0.2  # below this a suggestion is noise
-MIN_LITERAL = 8  # templates with less literal text ("TP {x}") only match a whole message, never inside a text
 _START = 8  # a cut-off message is compared with the templates that begin with its first 8 characters
-
-
-@dataclass(frozen=True)
-class Clues:
-    """What a paste tells of where its error was raised: the vLLM files its traceback passes
-    through, and the vLLM releases it names (`vllm==0.5.5`, `vLLM API server version 0.8.5`), as
-    (major, minor): kb has one release per minor."""
-
-    files: frozenset[str] = frozenset()
-    minors: frozenset[tuple[int, int]] = frozenset()
-
-
-NO_CLUES = Clues()
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,26 @@ class Found:
     best: Match
     others: tuple[Match, ...] = ()  # less specific templates that match too
     count: int = 1  # occurrences of the same error with the same values
-    closest: Optional[Match] = None  # for the wording of a removed error: the most similar current error
+    # for the wording of a removed error: the current error closest to it (the one that answers for
+    # it, else the most similar one by words)
+    closest: Optional[Match] = None
+    answer: Optional[Answer] = None  # the error the release raises whose page answers first; None: no live page
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The first answer to a found message: an error the release raises (its index entry), and how
+    the message the user pasted leads to it: `own` (it is this error's message), `successor` (an
+    older wording of it: the release history followed the message), `same` (the same message is
+    raised today at this site, or was an older wording of this error), `declared` (a curated entry
+    says this error supersedes the removed one)."""
+
+    entry: dict[str, Any]
+    via: str
+
+    @property
+    def id(self) -> str:
+        return str(self.entry["id"])
 
 
 @dataclass(frozen=True)
@@ -113,10 +138,14 @@ class Matcher:
     # ... and those that begin with a placeholder, by the first _START characters of the literal
     # part after it (looked for anywhere in the message: the value before it is not known).
     by_lead: dict[str, list[_Compiled]] = field(default_factory=dict)
+    live: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the entry of an error the release raises
 
     def __post_init__(self) -> None:
         if self.index.get("format") != MATCH_FORMAT:
             raise KBError(f"not a match index ({MATCH_FORMAT})")
+        for e in self.index["entries"]:
+            if not e.get("older") and not e.get("part"):
+                self.live.setdefault(str(e["id"]), e)
         frequency: dict[str, int] = {}
         usable = [e for e in self.index["entries"] if e.get("matchable")]  # "{k}: {v}" matches anything: never
         for e in usable:
@@ -224,7 +253,8 @@ class Matcher:
                 seen.setdefault(id(c), c)
         return list(seen.values())
 
-    def similar(self, message: str, limit: int = 5) -> list[Match]:
+    def similar(self, message: str, limit: int = 5, floor: float = MIN_SIMILARITY) -> list[Match]:
+        """The current errors whose words are most like the message's (Jaccard, at least `floor`)."""
         words = {w.lower() for w in _WORD.findall(message)}
         if not words:
             return []
@@ -232,7 +262,7 @@ class Matcher:
         for template_words, c in self.word_sets:  # suggestions are errors of the release, not older wording
             if template_words and c.entry["literal"] >= MIN_LITERAL and not c.entry.get("older"):
                 overlap = len(words & template_words) / len(words | template_words)
-                if overlap >= MIN_SIMILARITY:
+                if overlap >= floor and overlap > 0:
                     scored.append(Match(c.entry, "similar", round(overlap, 3)))
         return sorted(scored, key=lambda m: (-m.score, m.id))[:limit]
 
@@ -272,362 +302,6 @@ class Matcher:
             return []  # two templates of other words are as close: which one is a guess
         return _rank([x for _, _, x in out], clues)[:3]
 
-
-# --- edited wording: an alignment of words with a few edits ------------------------------------------
-_TOKEN = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
-FUZZY_MAX_TOKENS = 160  # longer messages are not aligned (an edited message is a sentence or two)
-FUZZY_CANDIDATES = 6  # templates aligned, those sharing most words with the message
-FUZZY_MIN_WORDS = 0.5  # the share of words a template must share with the message to be aligned
-FUZZY_MIN_TOKENS = 6  # literal words and signs a template needs to be told apart by alignment
-FUZZY_EDITS = 0.0  # the share of the template's weight that may differ: bench/fuzzy.py shows that any
-# edit (a word, a sign) already names a sibling error for some unknown messages, so the lookup
-# says "probably" only for the same words and signs, spaced, cased or wrapped differently
-WORD_COST, SIGN_COST = 4, 1  # a word changed, added or left out weighs four signs (a bracket, a period)
-
-
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def _weight(token: str) -> int:
-    """What an edit of this token costs: a word four, a sign (a bracket, a period) one."""
-    return WORD_COST if token[0] in _WORD_CHARS else SIGN_COST
-
-
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-
-
-def _template_tokens(entry: dict[str, Any]) -> list[Optional[str]]:
-    """The template as words and signs in lower case, None for each placeholder."""
-    out: list[Optional[str]] = []
-    for i, part in enumerate(entry["parts"]):
-        out += [t.lower() for t in _TOKEN.findall(part)]
-        if i < len(entry["names"]):
-            out.append(None)
-    return out
-
-
-def align(template: Sequence[Optional[str]], message: Sequence[str]) -> tuple[int, list[tuple[str, int, int]]]:
-    """The fewest edits (a word changed, added or left out) that turn a stretch of `message`
-    into `template`, whose None tokens (placeholders) take one or more message tokens for free
-    (a word replaced by an unrelated one costs as much as one left out and one added);
-    and the steps, in order: ("=", i, j) a word kept (twice for a word split in two by a wrap),
-    ("~", i, j) changed, ("+", i, -1) a message word added, ("-", -1, j) a template word left
-    out, ("v", i, j) a value. Dynamic programming
-    over len(template) x len(message) cells; the whole message is aligned."""
-    n, m = len(message), len(template)
-    weight = [WORD_COST if t is None else _weight(t) for t in template]
-    added = [_weight(w) for w in message]
-    cost = [[0] * (m + 1) for _ in range(n + 1)]
-    step = [[""] * (m + 1) for _ in range(n + 1)]
-    for j in range(1, m + 1):
-        cost[0][j] = cost[0][j - 1] + weight[j - 1]
-        step[0][j] = "-"
-    for i in range(1, n + 1):
-        word = message[i - 1]
-        row, up = cost[i], cost[i - 1]
-        srow = step[i]
-        row[0] = up[0] + added[i - 1]  # the whole message is aligned: no text before or after it
-        srow[0] = "+"
-        for j in range(1, m + 1):
-            t = template[j - 1]
-            if t is None:  # a value: this token, and perhaps the ones before it
-                best, how = up[j - 1], "v"
-                if up[j] < best and step[i - 1][j] in ("v", "w"):
-                    best, how = up[j], "w"
-            else:
-                if word == t:
-                    best, how = up[j - 1], "="
-                elif i > 1 and message[i - 2] + word == t:  # a word split by a wrap: "tok" "ens"
-                    best, how = cost[i - 2][j - 1], "2"
-                elif _close(word, t):  # a typo or a changed ending: one edit
-                    best, how = up[j - 1] + max(weight[j - 1], added[i - 1]), "~"
-                else:  # another word: as much as leaving one out and adding the other
-                    best, how = up[j - 1] + weight[j - 1] + added[i - 1], "~"
-                if up[j] + added[i - 1] < best:
-                    best, how = up[j] + added[i - 1], "+"
-            if row[j - 1] + weight[j - 1] < best:
-                best, how = row[j - 1] + weight[j - 1], "-"
-            row[j] = best
-            srow[j] = how
-    end = n
-    steps: list[tuple[str, int, int]] = []
-    i, j = end, m
-    while j > 0 or i > 0:
-        how = step[i][j]
-        if how in ("=", "~", "v"):
-            steps.append(("v" if how == "v" else how, i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif how == "2":
-            steps += [("=", i - 1, j - 1), ("=", i - 2, j - 1)]
-            i, j = i - 2, j - 1
-        elif how == "w":
-            steps.append(("v", i - 1, j - 1))
-            i -= 1
-        elif how == "+":
-            steps.append(("+", i - 1, -1))
-            i -= 1
-        else:
-            steps.append(("-", -1, j - 1))
-            j -= 1
-    steps.reverse()
-    return cost[end][m], steps
-
-
-def _close(a: str, b: str) -> bool:
-    """Two spellings of one word: at most a third of the longer one edited (Levenshtein)."""
-    if abs(len(a) - len(b)) * 3 > max(len(a), len(b)):
-        return False
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1] * 3 <= max(len(a), len(b))
-
-
-def differences(template: Sequence[Optional[str]], message: Sequence[tuple[str, int, int]], text: str,
-                steps: Sequence[tuple[str, int, int]]) -> list[str]:
-    """What differs, in words: `"a" instead of "b"`, `added "c"`, `without "d"` (runs of one kind joined)."""
-    out: list[str] = []
-    run: list[tuple[str, int, int]] = []
-
-    def flush() -> None:
-        if not run:
-            return
-        kind = run[0][0]
-        said = text[message[run[0][1]][1]: message[run[-1][1]][2]] if kind in "~+" else ""
-        wanted = " ".join(str(template[s[2]]) for s in run) if kind in "~-" else ""
-        out.append(f'"{said}" instead of "{wanted}"' if kind == "~" else f'added "{said}"' if kind == "+"
-                   else f'without "{wanted}"')
-        run.clear()
-
-    for s in steps:
-        if s[0] in "~+-" and (not run or run[0][0] == s[0]):
-            run.append(s)
-            continue
-        flush()
-        if s[0] in "~+-":
-            run.append(s)
-    flush()
-    return out
-
-
-def _aligned_values(names: Sequence[str], template: Sequence[Optional[str]], steps: Sequence[tuple[str, int, int]],
-                    tokens: Sequence[tuple[str, int, int]], text: str) -> tuple[tuple[str, str], ...]:
-    """The message text each placeholder took in an alignment (the k-th None of the template is
-    the k-th name)."""
-    spans: dict[int, tuple[int, int]] = {}
-    for kind, i, j in steps:
-        if kind == "v":
-            a, b = spans.get(j, (tokens[i][1], tokens[i][2]))
-            spans[j] = (min(a, tokens[i][1]), max(b, tokens[i][2]))
-    holes = [j for j, t in enumerate(template) if t is None]
-    return tuple((name, text[spans[j][0]:spans[j][1]]) for name, j in zip(names, holes) if j in spans)
-
-
-def _anchor_words(parts: list[str]) -> set[str]:
-    """Words of the literal parts that stay whole words in any filled message: not the ones
-    touching a placeholder (`uint8{dtype}` becomes `uint8bfloat16`)."""
-    out: set[str] = set()
-    for i, part in enumerate(parts):
-        matches = list(_WORD.finditer(part))
-        for m in matches:
-            glued_left = i > 0 and m.start() == 0
-            glued_right = i < len(parts) - 1 and m.end() == len(part)
-            if not glued_left and not glued_right:
-                out.add(m.group())
-    return out
-
-
-def _cut_inside(tail: str, literal: str) -> tuple[int, int]:
-    """A message cut inside `literal`, perhaps followed by other text: where in `tail` (after a
-    value of at least one character) the longest start of `literal` begins, and its length;
-    (len(tail), 0) when none does. Found by bisection: a start that occurs has shorter starts
-    that occur too."""
-    low, high = 0, len(literal)  # literal[:low] occurs; literal[:high + 1] does not
-    while low < high:
-        mid = (low + high + 1) // 2
-        if tail.find(literal[:mid], 1) >= 0:
-            low = mid
-        else:
-            high = mid - 1
-    return (tail.find(literal[:low], 1), low) if low else (len(tail), 0)
-
-
-_OPEN = {"[": "]", "(": ")", "{": "}", "'": "'", '"': '"'}
-_CLOSE = {v: k for k, v in _OPEN.items()}
-_EDGE = "`*'\".,;:()[]{} "
-
-
-def _bracketed(text: str, opener: str, closer: str) -> int:
-    """The end of the bracketed value at the start of `text` (its closer counted with nesting),
-    or -1 when it does not close."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == closer and (depth > 0 or opener == closer) and i > 0:
-            depth -= 1
-            if depth <= 0:
-                return i + 1
-        elif ch == opener:
-            depth += 1
-    return -1
-
-
-def _lead_value(before: str) -> str:
-    """The value of a placeholder that starts a template found inside a longer text: the word
-    (or bracketed value) just before the literal text, not the log text before it."""
-    if before[-1:] in _CLOSE:
-        end = _bracketed(before[::-1], before[-1], _CLOSE[before[-1]])
-        if end > 0:
-            return before[len(before) - end:]
-    word = before.rsplit(None, 1)[-1] if before.strip() else ""
-    return word.strip(_EDGE)
-
-
-_SPACE = " \t\n\r\f\v"
-_MAX_LEAD = 4096  # characters of a value a cut-off message may begin with (a long list; not a whole log line)
-
-
-def _lead_end(message: str) -> int:
-    """How far the value a message begins with reaches, with the spaces after it: a bracketed
-    or quoted value, else a run of other characters than spaces (one value, as `_lead_value`
-    takes it; the literal text after it begins there at the latest)."""
-    end = 0
-    if message[:1] in _OPEN:
-        end = max(0, _bracketed(message, message[0], _OPEN[message[0]]))
-    while end < len(message) and message[end] not in _SPACE:
-        end += 1
-    while end < len(message) and message[end] in _SPACE:
-        end += 1
-    return end
-
-
-def _trail_value(after: str) -> str:
-    """The value of a placeholder that ends a template found inside a longer text: a bracketed
-    or quoted value, else the word after the literal text, not the text that follows."""
-    after = after.lstrip()
-    if after[:1] in _OPEN:
-        end = _bracketed(after, after[0], _OPEN[after[0]])
-        if end > 0:
-            return after[:end]
-    word = after.split(None, 1)[0] if after.strip() else ""
-    return word.strip(_EDGE)
-
-
-def _balanced(value: str) -> bool:
-    return all(value.count(o) == value.count(c) for o, c in ("[]", "()", "{}")) and value.count("'") % 2 == 0 \
-        and value.count('"') % 2 == 0
-
-
-def _clean_edges(parts: Sequence[str], values: Sequence[str]) -> bool:
-    """Whether the values of placeholders at the ends of a whole-message match hold only a
-    value: the word or bracketed value before the first literal part, and a balanced value
-    after the last one (no log text, wrapper or half a JSON object around the message)."""
-    if not values:
-        return True
-    if parts[0] == "" and _lead_value(values[0]) != values[0].strip():
-        return False
-    return parts[-1] != "" or _balanced(values[-1])
-
-
-def contained(parts: Sequence[str], text: str) -> Optional[tuple[list[str], int]]:
-    """A template inside a longer text (its final period may be missing). A placeholder at
-    either end takes only the word or bracketed value next to the literal text."""
-    tries = [list(parts)]
-    if parts[-1].endswith("."):
-        tries.append([*parts[:-1], parts[-1][:-1]])
-    for p in tries:
-        lead, trail = p[0] == "", p[-1] == ""
-        core = p[1 if lead else 0: len(p) - 1 if trail else len(p)]
-        if trail and core:  # "... of {n}. {suggestion}" raised with an empty suggestion ends at "."
-            core = [*core[:-1], core[-1].rstrip()]
-        if not core or not core[0]:
-            continue
-        found = fit(core, text, start=False, end=False)
-        if found is None:
-            continue
-        values, pos = found
-        if lead:
-            first = _lead_value(text[: text.find(core[0])])
-            if not first:
-                continue
-            values = [first, *values]
-        if trail:  # the value after the literal text; empty when the text ends there
-            last = _trail_value(text[pos:])
-            if not last and text[pos:].strip():
-                continue
-            values = [*values, last]
-        return values, pos
-    return None
-
-
-MIN_QUOTED = 12  # literal characters a cut-off quote must keep, and at least half the template's
-
-
-def quotable(template: str) -> bool:
-    """Whether a quote can be told to be this template's message: it has words of its own, at
-    least MIN_LITERAL characters (`Bad {x}` is the start of too many lines)."""
-    parts, _ = literal_parts(template)
-    return matchable(parts) and sum(len(p.strip()) for p in parts) >= MIN_LITERAL
-
-
-def quotes_template(template: str, quote: str) -> bool:
-    """Whether `quote` (a line a public report quotes, maybe after `ValueError: `, maybe cut off
-    after one of the template's values) is this template's message. Linear time (`fit`)."""
-    if not quotable(template):
-        return False
-    parts, _ = literal_parts(template)
-    text = normalize(quote.strip())
-    texts = [text, EXCEPTION.sub("", text, count=1)]
-    literal = sum(len(p) for p in parts)
-    tries = [parts]
-    for k in range(len(parts) - 1, 0, -1):  # cut off after the value that follows parts[k - 1]
-        kept = sum(len(p) for p in parts[:k])
-        if kept < max(MIN_QUOTED, literal / 2):
-            break
-        tries.append([*parts[:k], ""])
-    return any(contained(p, t) is not None for p in tries for t in texts)
-
-
-def fit(parts: Sequence[str], text: str, start: bool, end: bool) -> Optional[tuple[list[str], int]]:
-    """Where a template's literal `parts` occur in `text`, each two apart by a value of at least
-    one character: the values, and where the last part ends. `start`/`end`: anchored at the
-    text's start/end. Each part is taken at its leftmost place after the one before, which is
-    what a regular expression with lazy groups finds, but in linear time: no backtracking."""
-    first = parts[0]
-    if start:
-        if not text.startswith(first):
-            return None
-        pos = len(first)
-    else:
-        pos = text.find(first)
-        if pos < 0:
-            return None
-        pos += len(first)
-    middle = list(parts[1:])
-    if not middle:
-        return ([], pos) if not end or pos == len(text) else None
-    limit = len(text)
-    if end:
-        if not text.endswith(middle[-1]):
-            return None
-        limit -= len(middle[-1])
-        middle = middle[:-1]
-    values: list[str] = []
-    for p in middle:
-        i = text.find(p, pos + 1, limit - 1 if end else limit)
-        if i < 0:
-            return None
-        values.append(text[pos:i])
-        pos = i + len(p)
-    if end:
-        if limit - pos < 1:
-            return None
-        values.append(text[pos:limit])
-        pos = len(text)
-    return values, pos
 
 
 _KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "probably": 3, "similar": 4}
@@ -676,68 +350,6 @@ def _since(entry: dict[str, Any]) -> tuple[int, int, int]:
     return (-((last[0] - first[0]) * 1000 + last[1] - first[1]), first[0], first[1])
 
 
-_TRACEBACK_FILE = re.compile(r'File "[^"\n]*?/(vllm/[^"\n]+\.py)"')
-
-
-# "vllm==0.5.5", "vllm 0.4.0.post1", "vLLM Version: 0.6.3", "vllm/vllm-openai:v0.8.5", "vLLM API server
-# version 0.8.5": the word vllm, up to 30 characters without a digit on the same line, a version
-_RELEASE = re.compile(r"\bvllm\b[^\n\d]{0,30}?\bv?(\d+)\.(\d+)\.\d+", re.IGNORECASE | re.ASCII)
-
-
-def clues_of(text: str) -> Clues:
-    """The vLLM files a traceback in the text passes through and the releases it names."""
-    text = unescaped(text)
-    return Clues(frozenset(_TRACEBACK_FILE.findall(text)),
-                 frozenset((int(a), int(b)) for a, b in _RELEASE.findall(text)))
-
-
-def unwrap(message: str, fold: bool = False) -> str:
-    """The message inside what users paste around it."""
-    m = PYDANTIC.search(message)
-    if m:
-        message = m.group(1)
-    marks = list((EXCEPTION_MARK_FOLD if fold else EXCEPTION_MARK).finditer(message))
-    if marks:
-        message = message[marks[-1].end():]
-    return _unbalanced_edges(message.strip())
-
-
-def _unbalanced_edges(message: str) -> str:
-    """Drop a code span's backtick, an emphasis star or a quote left at either end by what was
-    cut around the message; one that pairs with another inside (`got 'x'`) is the message's own."""
-
-    def lone(ch: str) -> bool:
-        return ch in _WRAPPING and message.count(ch) % 2 == 1
-
-    while message:
-        if lone(message[0]):
-            message = message[1:].strip()
-        elif lone(message[-1]):
-            message = message[:-1].strip()
-        else:
-            break
-    return message
-
-
-def log_messages(text: str) -> list[tuple[int, str]]:
-    """Split a paste or a log into messages: a log line, a traceback line or an exception
-    line starts a new one; other lines continue it (messages with newlines in their values)."""
-    text = ANSI.sub("", unescaped(text.replace("\r\n", "\n").replace("\r", "\n")))
-    out: list[tuple[int, list[str]]] = []
-    fresh = True  # the next line starts a message (after a blank line, or at the start)
-    for n, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            fresh = True
-            continue
-        line, had_prefix = LOG_PREFIX.subn("", raw, count=1)
-        if fresh or had_prefix or _STARTS.match(raw) or EXCEPTION.match(line.strip()):
-            out.append((n, [line]))
-        else:
-            out[-1][1].append(line)
-        fresh = False
-    return [(n, normalize(" ".join(lines)).strip()) for n, lines in out if "".join(lines).strip()]
-
-
 def explain(text: str, matcher: Matcher) -> Explanation:
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
@@ -759,7 +371,7 @@ def explain(text: str, matcher: Matcher) -> Explanation:
         found[key] = Found(line, unwrap(logged), best, tuple(matches[1:]))
         order.append(key)
     if found:
-        return Explanation(tuple(_with_closest(found[k], matcher) for k in order))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order))
     # Nothing matched whole: messages cut off at the end (on any line; the longest may instead be
     # aligned whole, `probably`), else the closest templates to the longest message.
     messages = [(line, unwrap(r)) for line, r in log_messages(text)]
@@ -770,7 +382,7 @@ def explain(text: str, matcher: Matcher) -> Explanation:
             found[(cut[0].id, cut[0].values)] = Found(line, message, cut[0], tuple(cut[1:]))
             order.append((cut[0].id, cut[0].values))
     if found:
-        return Explanation(tuple(_with_closest(found[k], matcher) for k in order))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order))
     return Explanation((), tuple(matcher.similar(messages[longest][1] if messages else "")))
 
 
@@ -795,13 +407,61 @@ def _inner_first(matches: list[Match], matcher: Matcher, clues: Clues) -> list[M
     return matches
 
 
-def _with_closest(f: Found, matcher: Matcher) -> Found:
-    """The wording of an error no release raises any more: name the closest current error."""
-    e = f.best.entry
+LIVE_VIA = ("successor", "same", "declared")  # how an older wording's index entry leads to a live page
+NEAREST_FLOOR = 0.01  # a removed error with no successor is still given the nearest live page, however far
+
+
+def live_page(entry: dict[str, Any]) -> Optional[str]:
+    """The id of the error the release raises whose page answers for this index entry, if any."""
+    if not entry.get("older"):
+        return str(entry["id"])
+    if entry.get("page") and (entry.get("current") or entry.get("via") in LIVE_VIA):
+        return str(entry["page"])
+    return None
+
+
+def _has_fix(entry: dict[str, Any]) -> bool:
+    return bool(entry.get("solution"))
+
+
+def _answered(f: Found, matcher: Matcher, clues: Clues = NO_CLUES) -> Found:
+    """The first answer: the live page the best match leads to, or that of a match as specific
+    (another site raising the message). A page with a fix comes before one without for the same
+    message, unless the paste's traceback names the best match's file. A removed error with none is given the
+    nearest current error by words (`closest`)."""
+    best = f.best
+    candidates = []
+    for m in (best, *f.others):
+        page = live_page(m.entry) if (m.kind, m.score) == (best.kind, best.score) else None
+        if page is not None and page in matcher.live:
+            candidates.append((m, matcher.live[page]))
+    if candidates:
+        m, entry = candidates[0]
+        if not _has_fix(entry) and best.entry["file"] not in clues.files:
+            m, entry = next((c for c in candidates if _has_fix(c[1]) and c[0].entry["parts"] == m.entry["parts"]),
+                            candidates[0])
+        if m is not best or entry["id"] != live_page(best.entry):
+            via = "same"
+        elif not best.entry.get("older"):
+            via = "own"
+        else:
+            via = SUCCESSOR if best.entry.get("current") else str(best.entry.get("via") or "same")
+        answer = Answer(entry, via)
+        if best.entry.get("older") and not best.entry.get("current"):  # a removed error: the current one closest to it
+            return replace(f, answer=answer, closest=Match(entry, "similar", _similarity(best.entry, entry)))
+        return replace(f, answer=answer)
+    e = best.entry
     if not e.get("older") or e.get("current"):
         return f
-    near = matcher.similar(" ".join(e["parts"]), limit=1)
+    near = matcher.similar(" ".join(e["parts"]), limit=1, floor=NEAREST_FLOOR)
     return replace(f, closest=near[0]) if near else f
+
+
+def _similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """The share of words two templates have in common (Jaccard), as `Matcher.similar` scores."""
+    x = {w.lower() for w in _WORD.findall(" ".join(a["parts"]))}
+    y = {w.lower() for w in _WORD.findall(" ".join(b["parts"]))}
+    return round(len(x & y) / len(x | y), 3) if x | y else 0.0
 
 
 MAX_INDEX_BYTES = 512 * 1024 * 1024  # the index of every published release is a few tens of MB
@@ -827,97 +487,6 @@ def load_index(path: Path) -> dict[str, Any]:
     assert isinstance(index, dict)
     return index
 
-
-def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
-    def match(m: Match) -> dict[str, Any]:
-        e = m.entry
-        page = _page(e)
-        return {"id": e["id"], "class": e["cls"], "file": e["file"], "line": e["line"], "function": e["func"],
-                "kind": m.kind, "score": m.score, "values": dict(m.values), "title": e["title"],
-                "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
-                "url": page_url(page, site_url) if page else None, "releases": e.get("releases"),
-                "olderWording": bool(e.get("older")), "currentId": e.get("current", e["id"]),
-                "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn"),
-                "differences": list(m.differences)}
-
-    def found(f: Found) -> dict[str, Any]:
-        out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best),
-               "others": [match(o) for o in f.others]}
-        if f.closest is not None:
-            out["closestCurrent"] = match(f.closest)
-        return out
-
-    data = {"found": [found(f) for f in ex.found],
-            "suggestions": [match(s) for s in ex.suggestions]}
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def _page(entry: dict[str, Any]) -> Optional[str]:
-    """The id whose page answers for this entry: its own, its successor's, or none."""
-    return str(entry["page"]) if entry.get("page") else None if entry.get("older") else str(entry["id"])
-
-
-def wording_note(entry: dict[str, Any]) -> Optional[str]:
-    """What the lookup says of older wording: which releases raised it, what it reads now."""
-    if not entry.get("older"):
-        return None
-    first, last = entry["releases"]
-    span = first if first == last else f"{first}–{last}"
-    if entry.get("current"):
-        return (f"This is the wording of vLLM {span}; since {entry['endedIn']} it reads: "
-                f"{entry['currentTemplate']} -> {entry['current']}")
-    return f"Raised up to vLLM {last} (from {first}); removed in {entry['endedIn']}."
-
-
-def page_url(ident: str, site_url: Optional[str]) -> str:
-    """An error page's URL: under `site_url`, else the site's own path."""
-    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
-
-
-def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
-    lines: list[str] = []
-    if not ex.found:
-        lines.append("No known vLLM error matches this text.")
-        if ex.suggestions:
-            lines += ["", "Closest templates (similarity of their words, not a match):"]
-            for s in ex.suggestions:
-                lines.append(f"  {s.score:.2f}  {s.id}  {s.entry['title']}  ({s.entry['file']}:{s.entry['line']})")
-        return "\n".join(lines) + "\n"
-    n = len(ex.found)
-    lines.append(f"Found {n} vLLM error{'s' if n > 1 else ''}:")
-    for f in ex.found:
-        e, m = f.best.entry, f.best
-        lines += ["", f"{e['id']}  {e['cls']}  {e['file']}:{e['line']}  ({e['func']})"]
-        how = {"exact": "", "contained": " (found inside a longer text)", "truncated": " (the message is cut off; "
-               "matched its start)", "probably": " (probably: the wording differs, " + "; ".join(m.differences) + ")"
-               }[m.kind]
-        seen = f", seen {f.count} times" if f.count > 1 else ""
-        lines.append(f"  at line {f.line} of the input{seen}{how}: {e['title']}")
-        note = wording_note(e)
-        if note:
-            lines.append(f"  {note}")
-        if f.closest is not None:
-            c = f.closest.entry
-            lines.append(f"  The closest current error (similarity {f.closest.score:.2f}): {c['id']} {c['title']} "
-                         f"({page_url(c['id'], site_url)})")
-        for name, value in m.values:
-            lines.append(f"    {name} = {value}")
-        if e.get("meaning"):
-            lines.append(f"  What it means: {e['meaning']}")
-        if e.get("solution"):
-            lines.append(f"  First fix: {e['solution']}")
-        page = _page(e)
-        if page:
-            lines.append(f"  {page_url(page, site_url)}")
-        same = [o for o in f.others if o.entry["parts"] == e["parts"]]
-        rest = [o for o in f.others if o.entry["parts"] != e["parts"]]
-        if same:
-            lines.append("  The same message is raised at: " + ", ".join(
-                f"{o.entry['file']}:{o.entry['line']} ({o.id})" for o in same))
-        if rest:
-            lines.append("  Less specific templates that match too: " + ", ".join(
-                f"{o.id} ({o.entry['title'][:60]})" for o in rest[:5]))
-    return "\n".join(lines) + "\n"
 
 
 # --- measuring the matcher on a whole release -----------------------------------------------------
@@ -961,5 +530,5 @@ def round_trip(matcher: Matcher) -> dict[str, Any]:
             "ambiguous": ambiguous, "other": other, "none": none, "misses": misses}
 
 
-
-__all__: Sequence[str] = ["Explanation", "Found", "Match", "Matcher", "explain", "log_messages", "unwrap"]
+__all__: Sequence[str] = ["Answer", "Explanation", "Found", "Match", "Matcher", "explain", "live_page", "log_messages",
+                         "unwrap"]

@@ -19,7 +19,11 @@ from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Record
 from kb.records.present import code_span, one_line, trigger_text
 from kb.site.api import SiteInfo
+from kb.site.render import sections
 from kb.site.views import SHOWN_INPUTS, ErrorView
+
+DERIVED_NOTE = "Derived from vLLM's source: kb reads the condition of this raise and what sets each input; no one wrote it."
+PROVED_NOTE = "Derived from vLLM's source, proved by kb check."
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&])")
 
@@ -82,11 +86,11 @@ def indent(text: str, by: str = "    ") -> str:
 
 def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_prefix: str) -> str:
     """One error page. `pages`: id -> title of the errors that have a page in this build."""
-    r, e = view.record, view.entry
+    r, e, g = view.record, view.entry, view.guidance
     # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
     out: list[str] = [f"---\ntitle: {front_matter_string(html.escape(one_line(r.title)))}\n---", "", f"# {md_text(r.title)}", "",
                       f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
-                      + (" · curated" if e else " · from source only"), ""]
+                      + (" · curated" if e else " · derived guidance" if g.derived else " · from source only"), ""]
     if r.removed_since:
         out += [f'!!! warning "No longer raised since vLLM {md_text(r.removed_since)}"', "",
                 "    This page shows the error as it was in the last release that raised it.", ""]
@@ -99,13 +103,11 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                 indent("Raised while pydantic validates a config, so it reaches you as "
                        "`pydantic_core._pydantic_core.ValidationError: ... Value error, <message> [type=value_error, ...]`."),
                 ""]
-    out += ["## What it means", ""]
-    if e is not None:
-        out += [prose(e.meaning), ""]
-    else:
-        out += [md_text(view.facts), "",
-                "*No curated explanation exists for this error yet: this page shows only facts taken from vLLM's source.*",
-                ""]
+    if g.meaning_from == "derived":
+        out += ["## What it means", "", f"*{DERIVED_NOTE}*", "", prose(g.meaning), ""]
+        out += [prose(g.inputs), ""] if g.inputs else []
+    elif g.meaning:
+        out += ["## What it means", "", prose(g.meaning), ""]
     if view.family is not None:
         f = view.family
         out += ["## How this family works", "",
@@ -129,43 +131,39 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                 "GPU time:", "",
                 fence("kb check --model-config config.json -- vllm serve MODEL " +
                       " ".join(f"--{i.replace('_', '-')} ..." for i in e.check.inputs[:3]), "shell"), ""]
-    out += ["## Solutions", ""]
-    out += ([prose_list(e.solutions, "ol")] if e is not None and e.solutions
-            else ["*Not curated yet. The trigger below, taken from the source, tells which condition to change.*"])
-    out += ["", "## Example fix", ""]
+    if g.solutions:
+        out += ["## Solutions", ""] + ([f"*{PROVED_NOTE}*", ""] if g.solutions_from == "derived" else [])
+        out += [prose_list(g.solutions, "ol"), ""]
     if view.fix is not None:
         x = view.fix
+        out += ["## Example fix", ""] + ([f"*{PROVED_NOTE}*", ""] if x.derived else [])
         facts = [f"{code(f'{k}: {v}')}" for k, v in {**x.model_config, **x.hardware}.items()]
         if facts:
             out += ["Assuming " + ", ".join(facts) + ".", ""]
         lang = "shell" if x.language == "shell" else "python"
         out += ['=== "Before"', "", indent(fence(x.before, lang)), "", '=== "After"', "", indent(fence(x.after, lang)), ""]
-        if x.checked:
+        if x.derived:
+            out += ["✔ Proved: `kb check` predicts this error first for “before” and no error at all for “after”"
+                    + (f": {_one_line_html(to_inline_html(x.change, 'highlight'))}." if x.change else "."), ""]
+        elif x.checked:
             out += ["✔ Checked: `kb check` predicts this error for “before” and no error at all for “after”.", ""]
-    else:
-        out += ["*Not curated yet.*", ""]
-    out += ["## Defensive patterns", ""]
     if e is not None and e.defensive is not None:
-        out += [f"Strategy: **{e.defensive.strategy}**", "", f"### {md_text(e.defensive.title)}", "",
-                fence(e.defensive.code, "python"), ""]
-    else:
-        out += ["*Not curated yet.*", ""]
-    out += ["## Prevention", ""]
-    out += ([prose_list(e.prevention, "ul")] if e is not None and e.prevention else ["*Not curated yet.*"])
-    out += ["", "## When it happens", "", "### Trigger", ""]
+        out += ["## Defensive patterns", "", f"Strategy: **{e.defensive.strategy}**", "",
+                f"### {md_text(e.defensive.title)}", "", fence(e.defensive.code, "python"), ""]
+    if e is not None and e.prevention:
+        out += ["## Prevention", "", prose_list(e.prevention, "ul"), ""]
+    out += ["## When it happens", "", "### Trigger", ""]
     if e is not None and e.trigger:
         out += [prose(e.trigger), "", "From the source:", ""]
     for site in r.sites[:3]:
         out += [trigger_text(site, markdown=True), ""]
-    out += ["### Common situations", ""]
     if e is not None and e.common_situations:
+        out += ["### Common situations", ""]
         items = "".join(
             f"<li>{to_inline_html(c.text, 'highlight')}" + "".join(
                 f' <a href="{html.escape(u)}">{html.escape(u.removeprefix("https://github.com/"))}</a>'
                 for u in c.references) + "</li>" for c in e.common_situations)
         out.append(_one_line_html(f'<ul class="kb-prose">{items}</ul>'))
-    else:
-        out.append("*Not curated yet.*")
     if r.reports:
         out += ["", "### Public reports", "", "GitHub issues and pull requests that quote this message, by their own titles:", ""]
         # one line of HTML, as the situations' references: a title's `~~`, `==` or bare URL is no
@@ -182,8 +180,9 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
     out += ["", "---", "",
             f"Source facts from [vllm-project/vllm@{md_text(info.tree.ref)}](https://github.com/vllm-project/vllm/tree/"
             f"{quote(info.tree.ref, safe='/')}). Derived from the source: the message, the source excerpt, the trigger and the related "
-            "errors. " + ("Curated (checked by `kb lint`): what it means, solutions, example fix, defensive patterns, "
-                          "prevention, common situations." if e else "Curated: nothing yet."), "",
+            "errors" + (f"; and, marked as such, {', '.join(sections(g, 'derived'))} (derived from vLLM's source, proved "
+                        "by `kb check`)" if g.derived else "") + "."
+            + (f" Curated (checked by `kb lint`): {', '.join(sections(g, 'curated', e))}." if e else ""), "",
             f"Data as JSON: [/api/errors/{r.id}]({api_prefix}api/errors/{r.id})", ""]
     return "\n".join(out)
 

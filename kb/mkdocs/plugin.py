@@ -27,10 +27,12 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
+from kb.derived.attach import attach_derived
 from kb.errors import KBError
 from kb.jobs import curated_records, release_wordings, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav_title
 from kb.model import Record
+from kb.paths import cache_dir
 from kb.records.merge import attach_set_by
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_files, check_trees, config_api_files, record_files
@@ -94,7 +96,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         except KBError as e:
             problems = "\n".join(getattr(e, "problems", []))
             raise PluginError(f"vllm-errors: {e}" + (f"\n{problems}" if problems else "")) from None
-        records = attach_set_by(merged.records, scan.config)
+        records = attach_derived(attach_set_by(merged.records, scan.config), scan.config, 1, cache_dir())
         info = SiteInfo(scan.tree, checks=check_trees(records))
         shown = [r for r in records if r.curated] if o.include == "curated" else records
         self.records = shown

@@ -4,14 +4,16 @@ why none can exist."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from kb.entries.load import load_entries
-from kb.model import ScanResult
+from kb.model import Entry, ScanResult
 from kb.records.merge import Merged, merge
-from kb.releases.lineage import lineage
+from kb.releases.lineage import Lineage, followed, lineage
+from kb.releases.wording import load
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,40 @@ def lint(scan: ScanResult, folder: Path) -> LintReport:
         cases += len(e.check.cases)
         if e.check.source_check == "manual":
             manual.append((r.id, e.path, e.check.source_reason or ""))
+    problems += supersedes_problems(loaded.entries, scan, lin)
     reports = sum(len(r.reports) for r in merged.records)
     return LintReport(tuple(problems), len(loaded.entries), checks, cases, fixes, tuple(manual), tuple(no_check), merged,
                       reports, kept)
+
+
+def supersedes_problems(entries: Sequence[Entry], scan: ScanResult, lin: Lineage) -> list[str]:
+    """Each id an entry `supersedes` is an error id of a published release (the shipped wordings)
+    that this release does not raise, under that id or another one its history follows to; an
+    id is declared by one entry only. Entries on errors this release does not raise are skipped
+    (they are kept as notes)."""
+    releases, items = load()
+    known = {w.id for w in items}
+    raised = dict.fromkeys(s.id for s in scan.sites)
+    release = scan.tree.release or scan.tree.ref
+    out: list[str] = []
+    owner: dict[str, str] = {}
+    for e in entries:
+        if followed(lin, e.id, raised) is None:
+            continue
+        for i, old in enumerate(e.supersedes):
+            where = f"{e.path}:{e.line_of('supersedes', i)}"
+            now = followed(lin, old, raised)
+            if now == old:
+                out.append(f"{where}: supersedes {old}, which vLLM {release} still raises: only a removed error "
+                           "can be superseded")
+            elif now is not None:
+                out.append(f"{where}: supersedes {old}, which vLLM {release} raises as {now} (the release history "
+                           "already follows it)")
+            elif releases and old not in known:
+                out.append(f"{where}: supersedes {old}, which is no error id of any published release "
+                           f"(kb/releases/wordings.json.gz, {releases[0]} to {releases[-1]})")
+            elif old in owner:
+                out.append(f"{where}: supersedes {old}, which {owner[old]} supersedes too: one live error answers "
+                           "for a removed one")
+            owner.setdefault(old, e.path)
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from kb.explain.match import quotable, quotes_template
+from kb.explain.fit import quotable, quotes_template
 from kb.model import Record, Report, Wording
 from kb.records.merge import Problem
 from kb.releases.lineage import Gone

@@ -114,9 +114,12 @@ def _page(m: Match) -> str:
 
 
 def _with_page(f: Found) -> tuple[Match, str]:
-    """The lookup's best match and the page it leads to. The words of an older wording raised in
-    two files, one since removed (no page in this build) and one still raised, match both
+    """The lookup's best match and the page it leads to: its first answer (the page of an error the
+    release raises, kb/explain/match.py), else its own page. The words of an older wording raised
+    in two files, one since removed (no page in this build) and one still raised, match both
     equally: the one with a page is the answer a list of pages can give."""
+    if f.answer is not None:
+        return f.best, f.answer.id
     page = _page(f.best)
     if not page:
         for m in f.others:
@@ -164,7 +167,7 @@ def index_problem(data: object) -> Optional[str]:
 
 def hits_dict(release: str, hits: list[Hit], site_url: Optional[str] = None) -> dict[str, Any]:
     """`kb search --json` (and the MCP tool `search_errors`): the results in rank order."""
-    from kb.explain.match import page_url
+    from kb.explain.output import page_url
 
     return {"release": release, "results": [
         {"id": h.id, "score": h.score, "title": h.title, "url": page_url(h.id, site_url), "kind": h.kind}
@@ -176,7 +179,7 @@ def hits_json(release: str, hits: list[Hit], site_url: Optional[str] = None) -> 
 
 
 def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
-    from kb.explain.match import page_url
+    from kb.explain.output import page_url
 
     if not hits:
         return f"vLLM {release}: no error matches these words. Try fewer words, or other ones.\n"

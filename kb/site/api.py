@@ -1,8 +1,9 @@
 """Record -> the JSON served at /api/errors/<id>: ErrLookup's ErrorEntry (schema v2) fields
 with the same names and types, then ours under `kb`.
 
-Uncurated records fill ErrLookup's required prose fields only with facts from the source
-and a plain "not curated yet"; lists stay empty and optional fields null.
+The prose fields hold curated text, else the guidance kb derives from vLLM's source (kb/derived/:
+`kb.derived.parts` names which fields), else null (`commonSituations`, `documentation`) or an
+empty list: never a placeholder. `triggerScenarios` always holds the condition from the source.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from kb.derived.guidance import Fix, api_fields, guidance
 from kb.explain.index import match_index_json
 from kb.explain.match import MATCH_INDEX
 from kb.files import compact_json, gzip_text
-from kb.model import REPO, ExampleFix, RaiseSite, Record, TreeInfo, Wording
+from kb.model import REPO, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, shown_lines, trigger_text
 from kb.search.index import search_index_json
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
     from kb.config.model import ConfigModel
 
 SCHEMA_VERSION = 2
-NOT_CURATED = "Not curated yet."
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,15 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
     s = record.sites[0]
     first, last = shown_lines(s, record.curated)
     e = record.entry
-    documentation = f"{facts_sentence(record)} {NOT_CURATED}" if e is None else e.meaning
-    triggers = trigger_text(s) if e is None or not e.trigger else e.trigger
-    situations = NOT_CURATED if e is None or not e.common_situations else "\n".join(
+    g = guidance(record)
+    documentation = " ".join(p for p in (g.meaning, g.inputs) if p) or None
+    if g.trigger_from == "curated" and e is not None:
+        triggers = e.trigger
+    elif g.trigger_from == "derived" and record.derived is not None:
+        triggers = f"{record.derived.meaning} From the source: {trigger_text(s)}"
+    else:
+        triggers = trigger_text(s)
+    situations = None if e is None or not e.common_situations else "\n".join(
         f"- {c.text}" for c in e.common_situations)
     defensive = e.defensive if e is not None else None
     strategy = None
@@ -105,8 +112,8 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
         "documentation": documentation,
         "triggerScenarios": triggers,
         "commonSituations": situations,
-        "solutions": list(e.solutions) if e is not None else [],
-        "exampleFix": _fix_text(e.example_fix) if e is not None and e.example_fix is not None else None,
+        "solutions": list(g.solutions),
+        "exampleFix": _fix_text(g.fix) if g.fix is not None else None,
         "handlingStrategy": strategy,
         "validationCode": defensive.code if defensive is not None and defensive.strategy == "validation" else None,
         "typeGuard": defensive.code if defensive is not None and defensive.strategy == "type-guard" else None,
@@ -135,7 +142,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
             "history": _history(record),
             "setBy": record.setby.to_json() if record.setby is not None else None,
             "family": e.family.to_json() if e is not None and e.family is not None else None,
-        },
+        } | api_fields(record),
     }
 
 
@@ -179,9 +186,11 @@ def _site(s: RaiseSite) -> dict[str, Any]:
     }
 
 
-def _fix_text(fix: ExampleFix) -> str:
-    """ErrLookup's exampleFix is one text: before, then after."""
-    return f"# before\n{fix.before.strip()}\n# after\n{fix.after.strip()}\n"
+def _fix_text(fix: Fix) -> str:
+    """ErrLookup's exampleFix is one text: before, then after, then the config.json and GPU it assumes."""
+    assumed = {**fix.model_config, **fix.hardware}
+    tail = f"# assuming {json.dumps(assumed, sort_keys=True, ensure_ascii=False)}\n" if assumed else ""
+    return f"# before\n{fix.before.strip()}\n# after\n{fix.after.strip()}\n{tail}"
 
 
 def _kebab(name: str) -> str:
@@ -239,7 +248,7 @@ def json_ld(record: Record, info: SiteInfo) -> str:
     url = f"{info.site_url}/errors/{record.id}/" if info.site_url else f"/errors/{record.id}/"
     data = {"@context": "https://schema.org", "@type": "TechArticle", "headline": record.title[:110],
             "identifier": record.id, "url": url, "about": {"@type": "Thing", "name": record.exception_class},
-            "description": (record.entry.meaning if record.entry is not None else facts_sentence(record))[:500],
+            "description": (guidance(record).meaning or facts_sentence(record))[:500],
             "isPartOf": {"@type": "WebSite", "name": "vLLM Error KB"},
             "version": info.tree.release or info.tree.ref, "dateModified": info.tree.commit_date or None}
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -21,11 +21,13 @@ from typing import Any, Optional, TypeVar
 from markupsafe import Markup
 
 from kb.config.resolve import flag_slug, page_slug
+from kb.derived.attach import attach_derived
+from kb.derived.guidance import guidance
 from kb.errors import KBError
 from kb.files import compact_json
 from kb.fit.launch import calculator
 from kb.model import Record, ScanResult, Wording
-from kb.paths import PACKAGE_DIR, data_dir
+from kb.paths import PACKAGE_DIR, cache_dir, data_dir
 from kb.records.merge import attach_set_by
 from kb.releases.history import History
 from kb.site.api import SiteInfo, api_files, api_record, check_trees, config_api_files, record_files
@@ -43,7 +45,7 @@ from kb.site.render import (
     simple_page,
     templates_digest,
 )
-from kb.site.views import Summary, error_view, family_ids, summary
+from kb.site.views import Summary, error_view, family_ids, live_pages, summary
 from kb.workers import worker_pool
 
 PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
@@ -81,7 +83,9 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else (), check_trees(records),
                     json.dumps(calculator(scan.config, records), sort_keys=True))
-    records = attach_set_by(records, scan.config, options.jobs if options.jobs is not None else (os.cpu_count() or 1))
+    jobs = options.jobs if options.jobs is not None else (os.cpu_count() or 1)
+    records = attach_set_by(records, scan.config, jobs)
+    records = attach_derived(records, scan.config, jobs, cache_dir())
     try:
         out = Output(options.output)
     except OSError as e:
@@ -112,13 +116,14 @@ def _write_error(e: OSError, output: Path) -> KBError:
 def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
                progress: Optional[Progress], wordings: Sequence[Wording]) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
+    canonical = live_pages(records)
     globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
 
     # Which records changed since the last build: their four files are made from one key.
     todo: dict[str, list[Record]] = {}
     changed: list[tuple[Record, str]] = []
     for r in records:
-        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries)
+        key = record_key(globals_key, scan.file_keys.get(r.file, ""), r, summaries, canonical.get(r.id, ""))
         if not out.unchanged(_record_paths(r), key):
             todo.setdefault(r.file, []).append(r)
             changed.append((r, key))
@@ -126,7 +131,7 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
     if progress:
         progress("pages", 0, total)
     keys = {r.id: k for r, k in changed}
-    with _Renderer(todo, summaries, info, options.jobs) as pages:  # workers start rendering now
+    with _Renderer(todo, summaries, info, options.jobs, canonical) as pages:  # workers start rendering now
         for r, key in changed:
             for path, text in record_files(r, info):
                 out.write(path, text, key)
@@ -165,13 +170,14 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, Summary]) -> str:
+def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, Summary], canonical: str = "") -> str:
     """Everything a record's page and JSON are made from: the source file's bytes (the sites
     follow from them), the curated entry (with its family), and what the page shows of related
     records and of the family's members."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
                          repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby), repr(r.reports),
+                         repr(r.derived), canonical,
                          [list(vars(summaries[i]).values()) for i in r.related],
                          [list(vars(summaries[i]).values()) for i in family_ids(r) if i in summaries]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
@@ -185,14 +191,17 @@ def _info_key(info: SiteInfo) -> list[Any]:
 
 
 # --- error pages, in worker processes --------------------------------------------------------
-Group = tuple[list[Record], dict[str, Summary]]  # the records of one source file, their related and family links
+# the records of one source file, their related and family links, the live page of each removed one
+Group = tuple[list[Record], dict[str, Summary], dict[str, str]]
 
 
-def _render_group(records: list[Record], links: dict[str, Summary], info: SiteInfo) -> list[tuple[str, str, str]]:
+def _render_group(records: list[Record], links: dict[str, Summary], info: SiteInfo,
+                  canonical: dict[str, str]) -> list[tuple[str, str, str]]:
     html_lines = highlight_excerpts(s.excerpt for r in records for s in r.sites)
     return [
         (r.id, f"errors/{r.id}/index.html",
-         error_page(error_view(r, info, [links[i] for i in r.related], [links[i] for i in family_ids(r) if i in links]),
+         error_page(error_view(r, info, [links[i] for i in r.related], [links[i] for i in family_ids(r) if i in links],
+                               canonical.get(r.id, "")),
                     info, html_lines))
         for r in records
     ]
@@ -200,8 +209,8 @@ def _render_group(records: list[Record], links: dict[str, Summary], info: SiteIn
 
 def _render_batch(batch: list[Group], info: SiteInfo) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
-    for records, related in batch:
-        out.extend(_render_group(records, related, info))
+    for records, related, canonical in batch:
+        out.extend(_render_group(records, related, info, canonical))
     return out
 
 
@@ -210,9 +219,10 @@ class _Renderer:
     collect (id, path, html). With one job, or few pages, they are rendered here, lazily."""
 
     def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, Summary], info: SiteInfo,
-                 jobs: Optional[int]) -> None:
+                 jobs: Optional[int], canonical: Optional[dict[str, str]] = None) -> None:
+        live = canonical or {}
         self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related + family_ids(r)
-                                               if i in summaries})
+                                               if i in summaries}, {r.id: live[r.id] for r in todo[f] if r.id in live})
                                     for f in sorted(todo)]
         self.info = info
         self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -228,8 +238,8 @@ class _Renderer:
 
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         if self.pool is None:
-            for records, related in self.groups:
-                yield from _render_group(records, related, self.info)
+            for records, related, canonical in self.groups:
+                yield from _render_group(records, related, self.info, canonical)
             return
         for future in self.futures:
             yield from future.result()
@@ -338,7 +348,8 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
                      if scan.config is not None and flags else [])
         if scan.config is not None:
             flag_urls += env_urls(scan.config) + key_urls(scan.config)
-        yield "sitemap.xml", _sitemap(info.site_url, records, by_subsystem, flag_urls)
+        # only the pages that help: with curated or derived guidance (the others are noindex)
+        yield "sitemap.xml", _sitemap(info.site_url, [r for r in records if guidance(r).helps], by_subsystem, flag_urls)
     static = data_dir("templates") / "static"
     for p in sorted(static.rglob("*")):
         if p.is_file():

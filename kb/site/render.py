@@ -18,8 +18,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
 from kb.config.resolve import KIND_LABELS, NOT_FOLLOWED
+from kb.derived.guidance import Guidance
 from kb.entries.markdown import to_html, to_inline_html
-from kb.model import Record
+from kb.model import Entry, Record
 from kb.paths import data_dir
 from kb.scan.messages import placeholder_spans
 from kb.site.api import SiteInfo
@@ -137,10 +138,14 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
     if html_lines is None:
         html_lines = highlight_excerpts(s.excerpt for s in record.sites)
     fix = view.fix
+    g = view.guidance
     ctx = _common(info, page, record.title) | {
         "r": record,
         "e": entry,
         "v": view,
+        "g": g,
+        "provenance_derived": ", ".join(sections(g, "derived")),
+        "provenance_curated": ", ".join(sections(g, "curated", entry)),
         "excerpts": [excerpt_html(s, html_lines) if s.shown else Markup() for s in view.sites],
         "shown_triggers": SHOWN_TRIGGERS,
         "kinds": KIND_LABELS,
@@ -156,6 +161,17 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         if entry is not None and entry.defensive is not None else None,
     }
     return environment().get_template("error.html.jinja2").render(ctx)
+
+
+def sections(g: Guidance, origin: str, entry: Optional[Entry] = None) -> list[str]:
+    """The sections of a page whose text is curated or derived, as the provenance names them."""
+    out = [name for name, where in (("what it means", g.meaning_from), ("solutions", g.solutions_from),
+                                    ("example fix", g.fix.origin if g.fix is not None else "")) if where == origin]
+    if origin == "curated" and entry is not None:
+        out += [name for name, present in (("defensive patterns", entry.defensive is not None),
+                                           ("prevention", bool(entry.prevention)), ("trigger", bool(entry.trigger)),
+                                           ("common situations", bool(entry.common_situations))) if present]
+    return out
 
 
 def redirect_page(path: str, target: str, title: str) -> str:

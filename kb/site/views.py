@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional
 
 from kb.checks.evaluate import readable, to_tree
 from kb.checks.vocab import INPUTS, UNKNOWN
+from kb.derived.guidance import DERIVED, Guidance, guidance
 from kb.hardware import Gpu
 from kb.model import Entry, Excerpt, RaiseSite, Record
 from kb.records.present import Trigger, github_url, shown_lines, trigger_of
-from kb.site.api import SiteInfo, facts_sentence, json_ld
+from kb.site.api import SiteInfo, json_ld
 
 FULL_EXCERPTS = 3  # sites of one id shown with their guard (present.shown_lines); the rest with 7 lines
 SHORT_RADIUS = 3
@@ -100,6 +101,8 @@ class FixView:
     before: str
     after: str
     checked: bool
+    derived: bool = False  # found and proved by kb (kb/derived/fix.py), not curated
+    change: str = ""  # a derived fix's change, in words (Markdown)
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,6 @@ class ErrorView:
     record: Record
     entry: Optional[Entry]
     ref: str  # the git ref its sites link to
-    facts: str  # the fact sentence of an uncurated page
     sites: tuple[SiteView, ...]
     triggers: tuple[TriggerGroup, ...]
     related: tuple[Summary, ...]
@@ -159,10 +161,19 @@ class ErrorView:
     fit: Optional[FitView] = None
     json_ld: str = ""  # the page's schema.org TechArticle (kb.site.api.json_ld), safe inside <script>
     family: Optional[FamilyView] = None
+    guidance: Guidance = field(default_factory=Guidance)  # each section curated, derived or empty (kb/derived/guidance.py)
+    canonical: str = ""  # the site path of the live page this one is an older release's page of, else ""
+
+    @property
+    def noindex(self) -> bool:
+        """Offered to search engines only with curated or derived guidance (or as an older page of a live one)."""
+        return not self.guidance.helps and not self.canonical
 
 
-def error_view(record: Record, info: SiteInfo, related: list[Summary], family: Sequence[Summary] = ()) -> ErrorView:
-    """`family`: the summaries of the members of the record's family (family_ids) that have a page."""
+def error_view(record: Record, info: SiteInfo, related: list[Summary], family: Sequence[Summary] = (),
+               canonical: str = "") -> ErrorView:
+    """`family`: the summaries of the members of the record's family (family_ids) that have a page;
+    `canonical`: the id of the live page of a removed error (live_pages), else ""."""
     ref = record.ref or info.tree.ref
     full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
     sites = tuple(site_view(s, ref, i < full, i < SHOWN_EXCERPTS, record.curated) for i, s in enumerate(record.sites))
@@ -174,11 +185,22 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary], family: S
         else:
             same[1].append(view.line)
     return ErrorView(
-        record=record, entry=record.entry, ref=ref, facts=facts_sentence(record), sites=sites,
+        record=record, entry=record.entry, ref=ref, sites=sites,
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
         check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
         fit=fit_view(record, info), json_ld=json_ld(record, info), family=family_view(record, family),
+        guidance=guidance(record), canonical=f"errors/{canonical}/" if canonical else "",
     )
+
+
+def live_pages(records: Sequence[Record]) -> dict[str, str]:
+    """Removed error id -> the id of the live error that raises the same message today (its page is
+    the canonical one); removed errors whose message no live error raises are left out."""
+    by_template: dict[str, str] = {}
+    for r in records:
+        if r.removed_since is None and r.template and r.template not in by_template:
+            by_template[r.template] = r.id
+    return {r.id: by_template[r.template] for r in records if r.removed_since is not None and r.template in by_template}
 
 
 # the calculator starts from a 48-head, 8-KV-head, 64-layer model on one H100
@@ -209,11 +231,10 @@ def site_view(site: RaiseSite, ref: str, full: bool, shown: bool = True, curated
 
 
 def fix_view(record: Record) -> Optional[FixView]:
-    e = record.entry
-    if e is None or e.example_fix is None:
+    x = guidance(record).fix
+    if x is None:
         return None
-    x = e.example_fix
-    return FixView(x.model_config, x.hardware, x.language, x.before, x.after, record.checked)
+    return FixView(x.model_config, x.hardware, x.language, x.before, x.after, x.proved, x.origin == DERIVED, x.change)
 
 
 def check_view(record: Record, checks: Sequence[tuple[str, tuple[str, ...], str]] = ()) -> Optional[CheckView]:

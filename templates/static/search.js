@@ -327,8 +327,8 @@
     });
     return rank(out, clues).slice(0, 5);
   }
-  function similar(message) {
-    var words = {}, n = 0;
+  function similar(message, floor) {  // as kb explain: Jaccard of the words, at least `floor`
+    var words = {}, n = 0, least = floor === undefined ? MIN_SIMILARITY : floor;
     (message.match(WORD) || []).forEach(function (w) { if (!words[w.toLowerCase()]) { words[w.toLowerCase()] = true; n++; } });
     if (!n) return [];
     var out = [];
@@ -337,8 +337,8 @@
       prepare(e);
       var inter = 0, size = 0;
       for (var w in e.words) { size++; if (words[w]) inter++; }
-      var score = size ? Math.round(1000 * inter / (n + size - inter)) / 1000 : 0;
-      if (score >= MIN_SIMILARITY) out.push({e: e, kind: "similar", score: score, values: []});
+      var raw = size ? inter / (n + size - inter) : 0;
+      if (raw >= least && raw > 0) out.push({e: e, kind: "similar", score: Math.round(1000 * raw) / 1000, values: []});
     });
     return out.sort(function (a, b) { return (b.score - a.score) || (a.e.id < b.e.id ? -1 : 1); }).slice(0, 5);
   }
@@ -480,13 +480,82 @@
     }
     return matches;
   }
+  // As kb explain's _answered(): the first answer is the page of an error the release raises.
+  var LIVE_VIA = {successor: true, same: true, declared: true}, NEAREST_FLOOR = 0.01, live = null;
+  function liveEntry(id) {  // the index entry of an error the release raises
+    if (!live) {
+      live = {};
+      index.entries.forEach(function (e) { if (!e.older && !e.part && !live["\u0000" + e.id]) live["\u0000" + e.id] = e; });
+    }
+    return live["\u0000" + id] || null;
+  }
+  function livePage(e) {  // the live error whose page answers for an index entry, or null
+    if (!e.older) return e.id;
+    return e.page && (e.current || LIVE_VIA[e.via] === true) ? e.page : null;
+  }
+  function sameParts(a, b) { return JSON.stringify(a.parts) === JSON.stringify(b.parts); }
+  function answerOf(best, others, clues) {
+    var candidates = [];
+    [best].concat(others).forEach(function (m) {
+      if (m.kind !== best.kind || m.score !== best.score) return;
+      var page = livePage(m.e), entry = page !== null ? liveEntry(page) : null;
+      if (entry) candidates.push([m, entry]);
+    });
+    if (!candidates.length) return null;
+    var pick = candidates[0];
+    if (!pick[1].solution && !clues.files[best.e.file]) {  // a page with a fix for the same message first
+      pick = candidates.filter(function (c) { return c[1].solution && sameParts(c[0].e, pick[0].e); })[0] || pick;
+    }
+    var via = pick[0] !== best || pick[1].id !== livePage(best.e) ? "same" : !best.e.older ? "own" :
+      best.e.current ? "successor" : (best.e.via || "same");
+    return {e: pick[1], via: via};
+  }
+  function jaccard(a, b) {  // as kb explain's _similarity()
+    prepare(a); prepare(b);
+    var inter = 0, size = 0, w;
+    for (w in a.words) { size++; if (b.words[w]) inter++; }
+    for (w in b.words) if (!a.words[w]) size++;
+    return size ? Math.round(1000 * inter / size) / 1000 : 0;
+  }
+  function closestOf(best, answer) {  // a removed error: the current error closest to it
+    if (!best.e.older || best.e.current) return null;
+    if (answer) return {e: answer.e, kind: "similar", score: jaccard(best.e, answer.e), values: []};
+    return similar(best.e.parts.join(" "), NEAREST_FLOOR)[0] || null;
+  }
+  function span(e) { return e.releases[0] === e.releases[1] ? e.releases[0] : e.releases[0] + "\u2013" + e.releases[1]; }
+  function templateOf(e) {
+    var s = e.parts[0];
+    for (var i = 1; i < e.parts.length; i++) s += "{" + e.names[i - 1] + "}" + e.parts[i];
+    return s;
+  }
+  function wordingNote(e) {  // as kb explain's wording_note()
+    if (!e.older) return "";
+    if (e.current) return "This is the wording of vLLM " + span(e) + "; since " + e.endedIn + " it reads: " +
+      e.currentTemplate + " -> " + e.current;
+    return "Raised up to vLLM " + e.releases[1] + " (from " + e.releases[0] + "); removed in " + e.endedIn + ".";
+  }
+  function answerNote(r) {  // as kb explain's answer_note(): the user's wording beside the answer
+    var a = r.answer, e = r.e;
+    if (!a) return wordingNote(e);
+    if (!e.older) return "";
+    if (a.via === "successor") return wordingNote(e);
+    var where = a.e.file + ":" + a.e.line, gone = e.endedIn ? ", removed in " + e.endedIn : "";
+    var own = "Your wording is vLLM " + span(e) + "'s (" + e.file + ":" + e.line + gone + ")";
+    if (sameParts(a.e, e)) return own + "; today the same message is raised at " + where + ".";
+    if (a.via === "declared") return own + "; today this check is made at " + where +
+      ", the successor its curated entry declares: " + templateOf(a.e);
+    return own + "; today the same error is raised at " + where + ": " + templateOf(a.e);
+  }
   function explain(text) {
     var found = [], seen = {}, clues = cluesOf(text);
     function add(matches) {  // one error per template and values: the best, then the others that match
       var key = matches[0].e.id + JSON.stringify(matches[0].values);
       if (seen[key]) return;
       seen[key] = true;
-      found.push(matches[0]);
+      var best = matches[0];
+      best.answer = answerOf(best, matches.slice(1), clues);
+      best.closest = closestOf(best, best.answer);
+      found.push(best);
       matches.slice(1).forEach(function (o) { o.other = true; found.push(o); });
     }
     records(text).forEach(function (r) {
@@ -514,7 +583,12 @@
   window.kbExplain = function (text) {
     var r = explain(text);
     function plain(m) { return {id: m.e.id, kind: m.kind, score: m.score, values: m.values}; }
-    return {found: r.found.filter(function (m) { return !m.other; }).map(plain), suggestions: (r.suggestions || []).map(plain)};
+    function main(m) {
+      return {id: m.e.id, kind: m.kind, score: m.score, values: m.values, answer: m.answer ? m.answer.e.id : null,
+              via: m.answer ? m.answer.via : null, closest: m.closest ? [m.closest.e.id, m.closest.score] : null,
+              note: answerNote(m)};
+    }
+    return {found: r.found.filter(function (m) { return !m.other; }).map(main), suggestions: (r.suggestions || []).map(plain)};
   };
 
   // The ranked word search: the lunr query kb/search/words.py's clauses() builds, over the
@@ -609,28 +683,65 @@
     });
   };
 
-  function item(r) {
-    var li = document.createElement("li");
+  function line(className, text) {
+    var div = document.createElement("div");
+    div.className = className;
+    div.textContent = text;
+    return div;
+  }
+  function pageLink(id, text) {
     var a = document.createElement("a");
-    var page = r.e.older ? r.e.page : r.e.id;  // older wording: its successor's page, or its own when built
-    if (page) a.href = root + "errors/" + page + "/";
-    a.textContent = r.e.title;
-    li.appendChild(a);
+    a.href = root + "errors/" + id + "/";
+    a.textContent = text;
+    return a;
+  }
+  var HOW = {contained: " · found inside your text", truncated: " · your message is cut off: matched its start",
+             probably: " · probably: the same words, spaced, cased or wrapped otherwise"};
+  // One result. A found error leads with its first answer, the page of an error the release raises,
+  // with its meaning and first fix, and the user's wording beside it (as kb explain prints it). What
+  // has no page is plain text, never a link that goes nowhere: a removed error is given the nearest
+  // live page instead.
+  function item(r) {
+    var li = document.createElement("li"), main = r.answer !== undefined && !r.other;
+    var head = main && r.answer ? r.answer.e : r.e;
+    var page = main && r.answer ? r.answer.e.id : (r.e.older ? r.e.page : r.e.id) || null;
+    var title;
+    if (page) {
+      title = pageLink(page, head.title);
+    } else {
+      title = document.createElement("span");
+      title.className = "nolink";
+      title.textContent = head.title;
+    }
+    li.appendChild(title);
     var meta = document.createElement("span");
     meta.className = "where";
-    var how = {contained: " · found inside your text", truncated: " · your message is cut off: matched its start",
-               probably: " · probably: the same words, spaced, cased or wrapped otherwise",
-               similar: " · similarity " + r.score + " (not a match)"}[r.kind] || "";
-    var span = r.e.releases ? (r.e.releases[0] === r.e.releases[1] ? r.e.releases[0] : r.e.releases.join("–")) : "";
-    var wording = !r.e.older ? "" : r.e.current ? " · the wording of vLLM " + span + "; since " + r.e.endedIn +
-      " it is " + r.e.current : " · raised by vLLM " + span + "; removed in " + r.e.endedIn;
-    meta.textContent = " " + r.e.cls + " · " + r.e.file + ":" + r.e.line + (r.e.curated ? " · curated" : "") + how + wording;
+    var how = r.kind === "similar" ? " · similarity " + r.score + " (not a match)" : HOW[r.kind] || "";
+    var wording = main || !r.e.older ? "" : r.e.current ? " · the wording of vLLM " + span(r.e) + "; since " + r.e.endedIn +
+      " it is " + r.e.current : " · raised by vLLM " + span(r.e) + "; removed in " + r.e.endedIn;
+    meta.textContent = " " + head.cls + " · " + head.file + ":" + head.line + (head.curated ? " · curated" : "") + how + wording;
     li.appendChild(meta);
-    if (r.values.length) {
-      var vals = document.createElement("div");
-      vals.className = "values";
-      vals.textContent = r.values.map(function (v) { return v[0] + " = " + v[1]; }).join(",  ");
-      li.appendChild(vals);
+    var note = main ? answerNote(r) : "";
+    if (note) li.appendChild(line("note", note));
+    if (r.values.length) li.appendChild(line("values", r.values.map(function (v) { return v[0] + " = " + v[1]; }).join(",  ")));
+    if (main) {
+      var derived = head.derived ? " (derived from vLLM's source)" : "";
+      if (head.meaning) li.appendChild(line("meaning", "What it means" + derived + ": " + head.meaning));
+      if (head.solution) li.appendChild(line("fix", "First fix" + derived + ": " + head.solution));
+      if (!page) {
+        var gone = line("note", "No page on this site: vLLM " + (index.release || "of this build") + " does not raise it. ");
+        if (r.closest) {
+          gone.appendChild(document.createTextNode("The closest current error (similarity " + r.closest.score.toFixed(2) +
+                                                   ", not this error): "));
+          gone.appendChild(pageLink(r.closest.e.id, r.closest.e.title));
+        } else {
+          var browse = document.createElement("a");
+          browse.href = root + "browse/";
+          browse.textContent = "Browse the errors it raises";
+          gone.appendChild(browse);
+        }
+        li.appendChild(gone);
+      }
     }
     return li;
   }
@@ -640,10 +751,14 @@
     if (!normalize(text).trim()) { statusEl.textContent = ""; return; }
     var r = explain(text);
     var main = r.found.filter(function (m) { return !m.other; });
-    if (navigate && main.length === 1 && main[0].kind === "exact") {
-      var rivals = r.found.filter(function (m) { return m.other && m.kind === main[0].kind && m.score === main[0].score; });
-      var page = main[0].e.older ? main[0].e.page : main[0].e.id;  // an older wording: its successor's page
-      if (!rivals.length && page) { window.location.href = root + "errors/" + page + "/"; return; }
+    if (navigate && main.length === 1 && main[0].kind === "exact" && main[0].answer) {
+      // straight to the first answer's page, unless an equal match leads to another live page
+      var target = main[0].answer.e.id;
+      var rivals = r.found.filter(function (m) {
+        var other = m.other && m.kind === main[0].kind && m.score === main[0].score ? livePage(m.e) : null;
+        return other !== null && other !== target;
+      });
+      if (!rivals.length) { window.location.href = root + "errors/" + target + "/"; return; }
     }
     if (!r.found.length && !wordIndex) {  // the word index is fetched when first needed
       statusEl.textContent = "Loading the word index…";

@@ -1,0 +1,59 @@
+"""What kb derives for one error from vLLM's source, kept apart from curated text: the condition
+in words with what sets each input, the valid values `kb check` computes, an example fix that
+`kb check` proves. Frozen, with a JSON form (the build caches it by content digest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+DERIVED_FORMAT = "kb-derived-guidance/1"
+LABEL = "derived from vLLM's source, proved by kb check"
+
+
+@dataclass(frozen=True)
+class DerivedFix:
+    """A launch for which `kb check` predicts this error first, and the smallest change after which
+    it predicts no error at all (both proved by kb/checks/verify.py `fix_problems`)."""
+
+    before: str
+    after: str
+    change: str  # the change, in words (Markdown): "set `--decode-context-parallel-size` to `2`"
+    model_config: dict[str, Any] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"before": self.before, "after": self.after, "change": self.change, "modelConfig": self.model_config,
+                "hardware": self.hardware}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DerivedFix:
+        return DerivedFix(d["before"], d["after"], d["change"], dict(d["modelConfig"]), dict(d["hardware"]))
+
+
+@dataclass(frozen=True)
+class DerivedGuidance:
+    """One error's derived guidance. `meaning` is "" where kb has no words for its condition."""
+
+    meaning: str = ""  # Markdown: "vLLM raises this in `X.y` when `--a` is greater than 1 and ..."
+    condition: str = ""  # the condition alone, in words (Markdown)
+    inputs: str = ""  # Markdown: what sets each input the condition reads
+    reading: str = ""  # "check" (the check kb derives, kb/checks/derive.py) or "guard" (the raise's own guard)
+    valid: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # flag -> values with which no check reading it raises
+    fix: Optional[DerivedFix] = None
+    no_fix: str = ""  # why kb found no proved fix for an error it derives a check for
+
+    @property
+    def empty(self) -> bool:
+        return not self.meaning and self.fix is None and not self.valid
+
+    def to_json(self) -> dict[str, Any]:
+        return {"meaning": self.meaning, "condition": self.condition, "inputs": self.inputs, "reading": self.reading,
+                "valid": [[k, list(v)] for k, v in self.valid],
+                "fix": self.fix.to_json() if self.fix is not None else None, "noFix": self.no_fix}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DerivedGuidance:
+        return DerivedGuidance(d["meaning"], d["condition"], d["inputs"], d["reading"],
+                               tuple((k, tuple(v)) for k, v in d["valid"]),
+                               DerivedFix.from_json(d["fix"]) if d["fix"] is not None else None, d["noFix"])
