@@ -125,11 +125,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from kb.explain.match import MATCH_INDEX
     from kb.explain.output import explanation_json, explanation_text
     from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 
+    cut = 0
     if args.text is not None:
         text = _argument_text(args.text)
     elif sys.stdin is not None and not sys.stdin.isatty():
@@ -140,6 +143,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise UsageError("give the error text as an argument, or pipe it in: kb explain < server.log")
     index = Path(args.index) if args.index else (Path(args.site) / MATCH_INDEX if args.site else None)
     ex = explain_text(text, _spec(args), index, _errors(args), use_cache=not args.no_cache)
+    if cut:  # said in the answer too: a program reading --json sees it
+        cut_note = f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB were read"
+        ex = dataclasses.replace(ex, notes=(cut_note, *ex.notes))
     _write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
     return 0 if ex.found else 1
 
@@ -284,7 +290,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from kb.agent.mcp_server import serve
     except ModuleNotFoundError as e:
         raise UsageError(f"kb mcp needs the MCP SDK: pip install 'vllm-error-kb[mcp]' ({e.name} is missing)") from None
-    serve(_spec(args), _errors(args), "http" if args.http else "stdio", args.port)
+    serve(_spec(args), _errors(args), "http" if args.http else "stdio", args.port, args.call_timeout)
     return 0
 
 
@@ -300,7 +306,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("give the launch command after --, e.g. kb check -- vllm serve MODEL --tensor-parallel-size 8")
     hardware = hardware_of(args)
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
-                           _errors(args), use_cache=not args.no_cache)
+                           _errors(args), use_cache=not args.no_cache, request=args.request)
     fit = _fit_too(args, command, hardware) if outcome.parse_error is None else None
     if args.json:
         _write(outcome_json(outcome, args.site_url, fit_dict(fit, args.site_url) if fit is not None else None))
@@ -437,8 +443,12 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="predict which errors vLLM raises for a launch command, before spending GPU time",
                        usage="kb check [--model-config FILE_OR_DIR] [--gpu NAME] [--gpu-count N] "
-                             "[--compute-capability X.Y] [--gpu-memory-gib G] [--json] -- vllm serve MODEL [FLAGS...]")
+                             "[--compute-capability X.Y] [--gpu-memory-gib G] [--request JSON_OR_FILE] [--json] "
+                             "-- vllm serve MODEL [FLAGS...]")
     c.add_argument("--model-config", metavar="FILE_OR_DIR", help="the model's config.json, or its folder")
+    c.add_argument("--request", metavar="JSON_OR_FILE",
+                   help="one request's sampling parameters, as SamplingParams(...) names them, e.g. "
+                        "'{\"temperature\": -1}' (or a file holding the JSON object): its checks run too")
     c.add_argument("--gpu", metavar="NAME", help="the GPU (h100, a100-80gb, l4, ...: kb/hardware.py): its name, "
                                                  "memory and compute capability")
     c.add_argument("--gpu-count", type=int, metavar="N", help="GPUs on the launching node")
@@ -470,6 +480,8 @@ def parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mcp", help="an MCP server for coding agents: search, get, explain, check, fit (offline)")
     m.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     m.add_argument("--port", type=int, default=8765, help="the HTTP port (default 8765)")
+    m.add_argument("--call-timeout", type=float, metavar="SECONDS",
+                   help="answer a tool call still running after SECONDS with a time-out error and stop it (default 120)")
     _release_options(m)
     m.set_defaults(func=cmd_mcp)
 
@@ -516,6 +528,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
+        if getattr(args, "site_url", None):  # build, check, fit, explain, search
+            from kb.urls import site_url
+
+            args.site_url = site_url(args.site_url)
         code: int = args.func(args)
         return code
     except UsageError as e:

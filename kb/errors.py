@@ -57,3 +57,18 @@ class MissingInput(ExprError):
     def __init__(self, name: str) -> None:
         super().__init__(f"needs input {name!r}")
         self.name = name
+
+
+class WorkBudgetExceeded(ExprError):
+    """A derived check whose evaluations took more than a command's work budget
+    (kb/checks/evaluate.py COMMAND_WORK): dropped for the rest of the command."""
+
+    def __init__(self) -> None:
+        super().__init__(OVER_BUDGET)
+
+
+OVER_BUDGET = "its condition exceeds kb's work budget"
+
+
+class CallTimeout(KBError):
+    """A `kb mcp` tool call ran past the server's time limit: answered as a tool error, its work stopped."""

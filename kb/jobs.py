@@ -247,7 +247,7 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
     history = build_history(scans) if len(scans) > 1 else None
     merged = curated_records(scans, errors, keep_going, warn, history)
     return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
-                      wordings=release_wordings(scans, history))
+                      wordings=release_wordings(scans, history), warn=warn)
 
 
 def release_wordings(scans: Sequence[tuple[str, ScanResult]], history: Optional[History] = None) -> \
@@ -480,16 +480,25 @@ def new_entry(spec: SourceSpec, ident: str, errors: Optional[Path] = None, use_c
 
 def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] = None,
                  hardware: Optional[dict[str, object]] = None, errors: Optional[Path] = None,
-                 use_cache: bool = True) -> Outcome:
+                 use_cache: bool = True, request: Optional[str] = None) -> Outcome:
     """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
     its configs' field constraints, then which curated errors vLLM would raise for this launch
     (checks with all inputs known), in vLLM's order."""
+    from kb.checks.evaluate import work_budget
     from kb.checks.launch import read_config
     from kb.checks.launch_check import check_one
 
     model_config = read_config(config) if config is not None else None
     records, model, derived = _check_inputs(spec, errors, use_cache)
-    return check_one(records, model, argv, model_config, hardware, derived=derived)
+    values = None
+    if request is not None:
+        from kb.checks.request import read_request
+
+        if model is None:
+            raise UsageError("kb could not read this tree's request fields", "--request")
+        values = read_request(request, model)
+    with work_budget():  # a derived check too costly is not run, named (kb/checks/evaluate.py COMMAND_WORK)
+        return check_one(records, model, argv, model_config, hardware, derived=derived, request=values)
 
 
 def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Path, hardware: dict[str, object],

@@ -329,6 +329,10 @@ class ExampleFix:
     after: str
     model_config: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
+    # a request error's fix: the request's sampling parameters on each side (the launch is `before`
+    # and `after`, the same command); None for a launch's fix
+    request_before: Optional[dict[str, Any]] = None
+    request_after: Optional[dict[str, Any]] = None
 
 
 @dataclass(frozen=True)

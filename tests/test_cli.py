@@ -138,3 +138,48 @@ def test_a_build_into_a_symbolic_link_is_refused(capsys, tree: Path, tmp_path: P
     code, _, err = run(capsys, "build", "--source", str(tree), "-o", str(link), "--jobs", "1")
     assert code == 1 and "a symbolic link" in err and "Traceback" not in err
     assert link.is_symlink() and (real / "keep.txt").read_text() == "KEEP"
+
+
+SITE_URL_COMMANDS = [["build", "-o", "{tmp}/site"], ["check", "--", "vllm", "serve", "m"], ["explain", "some error"],
+                     ["search", "lora"], ["fit", "--model-config", "{tmp}/c.json", "--", "vllm", "serve", "m"]]
+
+
+@pytest.mark.parametrize("url, why", [
+    ("javascript:alert(1)", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("data:text/html,x", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("VBScript:msgbox(1)", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("ftp://x.example", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("/kb", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("https://", "must be an http:// or https:// URL with a host, e.g. https://errors.example.org"),
+    ("https://x.example/a b", 'a URL has no spaces, control characters or any of < > " ` { } | \\ ^'),
+    ("https://x.example/\u202e", 'a URL has no spaces, control characters or any of < > " ` { } | \\ ^'),
+    ("https://x.example/\x1b[31m", 'a URL has no spaces, control characters or any of < > " ` { } | \\ ^'),
+    ('https://x.example/"><script>', 'a URL has no spaces, control characters or any of < > " ` { } | \\ ^'),
+    ("https://x.example/?q=1", "must have no query or fragment: the pages' paths are added to its end"),
+    ("https://x.example:99999/", "not a URL: Port out of range 0-65535"),
+])
+@pytest.mark.parametrize("command", SITE_URL_COMMANDS, ids=lambda c: c[0])
+def test_site_url_must_be_an_http_url(capsys, tree: Path, tmp_path: Path, command: list[str], url: str,
+                                      why: str) -> None:
+    argv = [a.format(tmp=tmp_path) for a in command]
+    at = argv.index("--") if "--" in argv else len(argv)
+    code, out, err = run(capsys, *argv[:at], "--source", str(tree), "--site-url", url, *argv[at:])
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == f"Error: --site-url: {why} (got {url!r})"  # repr: no raw control character
+    assert not (tmp_path / "site").exists()
+
+
+def test_site_url_is_the_base_of_printed_links(capsys, tree: Path) -> None:
+    code, out, _ = run(capsys, "search", "--source", str(tree), "--json", "--site-url", "HTTPS://x.example/kb/",
+                       "divisible")
+    assert code == 0
+    assert all(h["url"] == f"HTTPS://x.example/kb/errors/{h['id']}/" for h in json.loads(out)["results"])
+
+
+def test_build_options_refuse_a_site_url_that_is_not_http(tmp_path: Path) -> None:
+    from kb.errors import UsageError
+    from kb.site.build import BuildOptions
+
+    with pytest.raises(UsageError, match=r"^--site-url: must be an http:// or https:// URL"):
+        BuildOptions(tmp_path / "site", site_url="javascript:alert(1)")
+    assert BuildOptions(tmp_path / "site", site_url="https://x.example/").site_url == "https://x.example/"

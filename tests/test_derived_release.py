@@ -57,7 +57,8 @@ def test_every_derived_fix_passes_the_proof_of_a_curated_fix(pinned) -> None:  #
         if r.derived is None or r.derived.fix is None:
             continue
         x = r.derived.fix
-        assert fix_problems(r, ExampleFix("shell", x.before, x.after, x.model_config, x.hardware), records, model) == [], r.id
+        fix = ExampleFix("shell", x.before, x.after, x.model_config, x.hardware, x.request_before, x.request_after)
+        assert fix_problems(r, fix, records, model) == [], r.id
 
 
 def test_well_known_errors_in_words(pinned) -> None:  # type: ignore[no-untyped-def]
@@ -68,3 +69,11 @@ def test_well_known_errors_in_words(pinned) -> None:  # type: ignore[no-untyped-
     assert eplb.derived.fix is not None and eplb.derived.fix.before == "vllm serve MODEL --enable-eplb"
     temp = by_template["temperature must be non-negative, got {self.temperature}."]
     assert temp.derived is not None and "the request's `temperature` is less than 0.0" in temp.derived.meaning
+    # a request error's fix is a request (kb check --request), proved under the same launch
+    assert temp.derived.fix is not None and temp.derived.fix.request_before == {"temperature": -1.0}
+    # not `temperature: 0.0`: kb cannot rule out the diffusion models' check, which reads temperature
+    # too (`model_config.is_diffusion` is unknown before launch); left out, the default 1.0 passes it
+    assert temp.derived.fix.request_after == {}, temp.derived.fix
+    requests = sum(1 for r in records if r.derived is not None and r.derived.fix is not None
+                   and r.derived.fix.request_before is not None)
+    assert requests >= 20, requests  # 2x when measured on 0.34.0

@@ -55,7 +55,7 @@ def test_missing_input_and_runtime_errors_are_typed() -> None:
 
 
 @pytest.mark.parametrize("expr, env, message", [
-    ("heads % tp", {"heads": "%099999999999d", "tp": 2}, "value too large in 'heads % tp'"),
+    ("heads % tp", {"heads": "%099999999999d", "tp": 2}, "string formatting with `%` is not allowed: 'heads % tp'"),
     ("name * n", {"name": "ab", "n": 10**12}, "value too large in 'name \\* n'"),
     ("n * [0]", {"n": 10**9}, "value too large in 'n \\* \\[0\\]'"),
 ])
@@ -87,9 +87,11 @@ def test_names_tree_and_readable_form() -> None:
     ("len('a' * 10**9) > 0", "value too large in \"'a' * 10 ** 9\""),
     ("len(10**9 * [0]) > 0", "value too large in '10 ** 9 * [0]'"),
     ("len(['ab'] * 10**5 * 10**5) > 0", "value too large"),
-    ("len('%0*d' % (10**9, 1)) > 0", "`*` widths are not allowed"),
-    ("len('%01000000000d' % 1) > 0", "value too large"),
-    ("len('%.1000000f' % 1) > 0", "value too large"),
+    ("len('%0*d' % (10**9, 1)) > 0", "string formatting with `%` is not allowed: \"'%0*d' % (10 ** 9, 1)\""),
+    ("len('%01000000000d' % 1) > 0", "string formatting with `%` is not allowed"),
+    ("len('%.1000000f' % 1) > 0", "string formatting with `%` is not allowed"),
+    ("'%.4000f' % 1e308 != ''", "string formatting with `%` is not allowed: \"'%.4000f' % 1e+308\""),
+    ("x > 1 or '%s' % x", "string formatting with `%` is not allowed"),  # refused even where never evaluated
     ("len(str(['x' * 50000] * 2)) > 0", "value too large"),
     ("int('9' * 4000) > 0", "number too large"),
     ("1e999 > 0", "not a finite number: 1e309"),
@@ -113,7 +115,7 @@ def test_hostile_expressions_are_refused_before_they_cost(expr: str, message: st
 
 def test_bounds_leave_ordinary_arithmetic_alone() -> None:
     assert evaluate("2 ** 100 == 1267650600228229401496703205376", {})
-    assert evaluate("len('ab' * 1000) + len([0] * 1000) + len('%5d' % 7)", {}) == 3005
+    assert evaluate("len('ab' * 1000) + len([0] * 1000) + 7 % 5", {}) == 3002
     assert evaluate(" + ".join(["1"] * 90), {}) == 90
     assert evaluate("(-2) ** 3 + 2 ** -1 + 1 ** (10 ** 100)", {}) == -6.5
 

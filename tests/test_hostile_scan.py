@@ -127,7 +127,8 @@ def test_a_non_finite_constant_is_located_in_lint_and_skipped_by_keep_going(tmp_
 
 @pytest.mark.parametrize("expr, message", [
     ("len('a' * 10**9) > 0", "value too large in \"'a' * 10 ** 9\""),
-    ("len('%0*d' % (10**9, 1)) > 0", "`*` widths are not allowed"),
+    ("len('%0*d' % (10**9, 1)) > 0", "string formatting with `%` is not allowed"),
+    ("'%.4000f' % 1e308 != ''", "string formatting with `%` is not allowed: \"'%.4000f' % 1e+308\""),
     (" + ".join(["1"] * 500) + " > 0", "expression nested too deeply (more than 100 levels)"),
     (" + ".join(["1"] * 2000) + " > 0", "expression nested too deeply (more than 100 levels)"),
 ])
@@ -411,3 +412,36 @@ def test_a_file_of_thousands_of_raising_functions_scans_in_linear_time(tmp_path:
     assert done.stderr.startswith(f"{n} sites, {n} ids in 2 files")
     sites = json.loads(out.read_text())["sites"]
     assert len(sites) == n
+
+
+def test_bidirectional_controls_are_shown_as_escapes(tmp_path: Path, capsys) -> None:
+    """A right-to-left override (Trojan Source) in a message or a source line would make a
+    title, heading or excerpt read other than it is: every output shows its escape instead."""
+    import gzip
+
+    from kb.scan.ids import error_id
+
+    rlo = "\u202e"
+    tree = fixture_tree(tmp_path / "tree", extra={"vllm/hostile.py": (
+        f'def f(x):\n    # comment {rlo} flipped\n    if x:\n        raise ValueError("Access granted{rlo} for user")\n')})
+    ident = error_id(f"Access granted{rlo} for user", "vllm/hostile.py")  # vLLM's own message names it
+    site = tmp_path / "site"
+    assert main(["build", "--source", str(tree), "--errors", str(write_entries(tmp_path / "errors", {})), "-o",
+                 str(site), "--quiet"]) == 0
+    page = (site / f"errors/{ident}/index.html").read_text(encoding="utf-8")
+    assert "<title>Access granted\\u202e for user" in page
+    assert "Access granted\\u202e for user</h1>" in page
+    assert "# comment \\u202e flipped" in page  # the excerpt
+    record = json.loads((site / f"api/errors/{ident}").read_text())
+    assert record["kb"]["title"] == record["errorMessage"] == "Access granted\\u202e for user"
+    for p in site.rglob("*"):
+        if p.is_file():
+            data = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+            text = data.decode("utf-8", "replace")
+            if p.suffix in (".json", ".gz") or p.parent == site / "api/errors":  # also as JSON escapes
+                text = json.dumps(json.loads(text), ensure_ascii=False)
+            assert rlo not in text, p
+    capsys.readouterr()
+    assert main(["scan", "--source", str(tree), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert rlo not in out and "\\\\u202e" in out  # the scan's JSON: the escape, itself escaped by JSON

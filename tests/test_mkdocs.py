@@ -109,3 +109,28 @@ def test_scanned_text_is_escaped_in_pages_titles_and_nav(tmp_path: Path) -> None
     for page in (tmp_path / "site").rglob("*.html"):
         assert "<script>alert" not in page.read_text(), page
     assert "&lt;script&gt;alert" in (tmp_path / f"site/errors/{evil}/index.html").read_text()
+
+
+@pytest.mark.parametrize("path", [".", "./", "", "/", "..", "/errors", "a/../b", "a//b", "a\\b", "a\x00b", "a\nb",
+                                  "api", "api/errors"])
+def test_a_path_that_is_not_a_folder_inside_the_docs_is_a_config_error(tmp_path: Path, path: str) -> None:
+    """`.` would put the index over the docs' home page, `api/errors` the pages over the API's files."""
+    config = site(tmp_path, extra=f"      path: {json.dumps(path)}\n")
+    proc = mkdocs_build(config)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "Aborted with a configuration error!" in proc.stdout + proc.stderr
+    why = ("must not be inside api/, which holds the JSON API" if path.startswith("api") else
+           "must be a folder inside the docs: names joined by '/', without '.', '..', a leading '/', a backslash or "
+           "a control character")
+    assert f"Config value 'plugins': Plugin 'vllm-errors' option 'path': {why} (got {path!r})" in proc.stderr
+    assert not (tmp_path / "site").exists()
+
+
+def test_the_pages_never_replace_a_page_of_the_docs(tmp_path: Path) -> None:
+    config = site(tmp_path, extra="      path: guide\n")
+    (tmp_path / "docs/guide").mkdir()
+    (tmp_path / "docs/guide/index.md").write_text("# The docs' own guide\n")
+    proc = mkdocs_build(config)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert ("vllm-errors: the docs already have guide/index.md, where the plugin puts its own (option 'path' is "
+            "'guide'; the JSON API goes under api/)") in proc.stderr

@@ -128,3 +128,21 @@ def test_the_first_error_and_the_valid_values_agree_with_real_vllm(tmp_path: Pat
     accepted = {c["argv"][-1] for c in doc["cases"] if "-dcp" in c["argv"] and len(c["argv"]) == 5
                 and c["outcome"] == "ok"}
     assert accepted == {"1", "2"}  # what real vLLM accepts for this model on 16 GPUs
+
+
+def test_a_value_vllm_itself_refuses_is_its_predicted_error_exit_1(tmp_path: Path, capsys) -> None:
+    """README (`kb check`): `-tp 0` is bad input to kb, but vLLM stops on it first (pydantic's
+    constraint of ParallelConfig): that error is the answer, exit 1; without the constraint, 2."""
+    from kb.cli import main
+
+    root = dcp_tree(tmp_path / "tree")
+    argv = ["check", "--source", str(root), "--no-cache", "--", "vllm", "serve", "m", "-tp", "0"]
+    assert main(argv) == 2  # no constraint: the checks that need -tp did not run
+    assert capsys.readouterr().err.splitlines()[-1] == "Error: -tp: must be at least 1, got 0"
+    (root / "vllm/config/parallel.py").write_text(PARALLEL_LIMITS)
+    (root / "vllm/config/model.py").write_text(MODEL_ORDER)
+    (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_ORDER)
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "1 validation error for ParallelConfig\n" in out and "input_value=0" in out
+    assert err.splitlines()[-1] == "Error: -tp: must be at least 1, got 0"

@@ -58,7 +58,9 @@ def test_the_lookup_finds_the_error_of_each_report_from_its_quote(spec: SourceSp
     lin, raised = lineage_of(scan), {s.id: s for s in scan.sites}
     searcher = searcher_for(spec)
     reports = [(r, followed(lin, r.id, raised)) for r in load_entries(data_dir("errors")).reports]
-    assert sum(now is None for _, now in reports) <= 5  # 0.34.0: the 5 kept for the releases that raise them
+    # 0.34.0: the 5 kept for the releases that raise them, and 5 quoting an older error whose history
+    # ends, that a curated entry declares it `supersedes` (their wording leads there through the lookup)
+    assert sum(now is None for _, now in reports) <= 10
     reports = [(r, now) for r, now in reports if now is not None]
     first = [[h.id for h in searcher.search(r.quote, 3)][:1] == [now] for r, now in reports]
     assert sum(first) / len(first) >= LOOKUP_TOP1, [r.quote for (r, _), ok in zip(reports, first) if not ok]

@@ -79,7 +79,7 @@ def test_git_missing_ref_and_missing_repo(fixture_repo: Path, tmp_path: Path) ->
     assert str(e.value) == f"ref 'v9.9.9' not found in {fixture_repo}"
     with pytest.raises(SourceError, match="no such repository"):
         from_git(str(tmp_path / "nope"), "main", cache_dir(), include_vendored=False)
-    with pytest.raises(SourceError, match="^cannot clone file:///"):
+    with pytest.raises(SourceError, match=r"^cannot clone file:///"):
         from_git((tmp_path / "nope").as_uri(), "main", cache_dir(), include_vendored=False)
 
 
@@ -121,7 +121,7 @@ def test_corrupt_member_is_a_source_error(tmp_path: Path) -> None:
     for i in range(start + 5, start + 40):
         data[i] ^= 0xFF
     path.write_bytes(bytes(data))
-    with from_wheel(path, include_vendored=False) as t, pytest.raises(SourceError, match="corrupt wheel member vllm/config/model.py"):
+    with from_wheel(path, include_vendored=False) as t, pytest.raises(SourceError, match=r"corrupt wheel member vllm/config/model\.py"):
         t.read("vllm/config/model.py")
 
 
@@ -208,3 +208,79 @@ def test_download_keeps_the_python_files_unless_asked(tmp_path: Path, monkeypatc
     assert not is_slim(whole) and len(calls) == 2 and "vllm/_C.abi3.so" in zipfile.ZipFile(whole).namelist()
     assert download_wheel("0.1.0", cache, keep=True) == whole and len(calls) == 2
     assert sorted(p.name for p in (cache / "wheels").iterdir()) == [whole.name]  # no temporary left
+
+
+def _clone_in(cache: Path) -> Path:
+    (clone,) = (cache / "git").iterdir()
+    return clone
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write a new file: a local clone shares its objects with the source repo by hard links."""
+    path.unlink()
+    path.write_bytes(data)
+
+
+def _damage(clone: Path, what: str) -> None:
+    if what == "objects":  # every loose object: git finds them "missing"
+        for obj in (clone / "objects").glob("??/*"):
+            _replace(obj, b"junk\n")
+    else:
+        _replace(clone / what, {"HEAD": b"garbage\n", "config": b"[[[\n", "packed-refs": b"garbage\n"}[what])
+
+
+@pytest.mark.parametrize("what", ["HEAD", "config", "packed-refs", "objects"])
+def test_a_damaged_cached_clone_is_cloned_again(capsys, monkeypatch, tmp_path: Path, what: str) -> None:
+    from conftest import make_git_repo
+    from kb.cli import main
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
+    make_git_repo(tmp_path / "repo", {"v0.1.0": tree_files("0.1.0")}).close()
+    argv = ["scan", "--git", str(tmp_path / "repo"), "--ref", "v0.1.0", "--quiet", "--no-cache"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    _damage(_clone_in(cache), what)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == first
+    assert (_clone_in(cache) / "HEAD").read_text() == "ref: refs/heads/main\n"
+
+
+def test_a_damaged_clone_that_cannot_be_cloned_again_stays(capsys, monkeypatch, tmp_path: Path) -> None:
+    from conftest import make_git_repo
+    from kb.cli import main
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
+    make_git_repo(tmp_path / "repo", {"v0.1.0": tree_files("0.1.0")}).close()
+    url = (tmp_path / "repo").as_uri()
+    assert main(["scan", "--git", url, "--ref", "v0.1.0", "--quiet", "--no-cache"]) == 0
+    capsys.readouterr()
+    _damage(_clone_in(cache), "HEAD")
+    (tmp_path / "repo").rename(tmp_path / "gone")
+    assert main(["scan", "--git", url, "--ref", "v0.1.0", "--quiet", "--no-cache"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"Error: cannot clone {url}: fatal: '{tmp_path}/repo' does not appear to be a git repository")
+    assert (_clone_in(cache) / "HEAD").read_bytes() == b"garbage\n"  # kept: nothing better to put there
+    assert [p.name for p in (cache / "git").iterdir()] == [_clone_in(cache).name]  # no temporary folder left
+
+
+def test_a_blob_that_cannot_be_read_is_a_located_error(capsys, monkeypatch, tmp_path: Path) -> None:
+    from conftest import make_git_repo
+    from kb.cli import main
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("KB_CACHE_DIR", str(cache))
+    repo = make_git_repo(tmp_path / "repo", {"v0.1.0": tree_files("0.1.0")})
+    sha = repo.git.rev_parse("v0.1.0:vllm/decoding.py")
+    repo.close()
+    argv = ["scan", "--git", str(tmp_path / "repo"), "--ref", "v0.1.0", "--quiet", "--no-cache"]
+    assert main(argv) == 0
+    clone = _clone_in(cache)
+    obj = clone / "objects" / sha[:2] / sha[2:]
+    data = obj.read_bytes()
+    _replace(obj, data[: len(data) // 2])  # its header reads, its text does not
+    assert main(argv) == 1
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert line.startswith(f"Error: vllm/decoding.py: git cannot read it from the cached clone {clone}: ")
+    assert line.endswith(" (delete that folder to clone it again)")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from kb.checks.vocab import INPUTS, config_value
+from kb.checks.vocab import INPUTS, MAX_NUMBER, config_value
 from kb.config.model import ConfigModel
 
 GIB = 1 << 30
@@ -178,7 +178,7 @@ def max_model_len(model: ConfigModel, flag: Any, config: Mapping[str, Any]) -> i
         params = rope_parameters(text_config(config))
         if any(rp.get("rope_type") == "longrope" for rp in params):
             original = text_config(config).get("original_max_position_embeddings", derived)
-            if not isinstance(original, (int, float)) or isinstance(original, bool):
+            if not _finite(original):
                 raise _Missing("max_model_len: original_max_position_embeddings is not a number")
             return int(original)
         return int(derived)  # CudaPlatform.check_max_model_len returns it unchanged
@@ -199,13 +199,14 @@ def derived_length(model: ConfigModel, flag: Any, config: Mapping[str, Any]) -> 
     if model_type in model.max_len_overrides or config.get("model_type") in model.max_len_overrides:
         raise _Missing(f"max_model_len: vLLM derives it its own way for model_type {model_type}")
     # derive_max_model_len_and_key: the smallest of the keys present; a truthy model_max_length wins
-    present = [(text[k], k) for k in MAX_LEN_KEYS if isinstance(text.get(k), (int, float)) and
-               not isinstance(text.get(k), bool)]
+    present = [(text[k], k) for k in MAX_LEN_KEYS if _finite(text.get(k))]
     if not present:  # transformers' class defaults fill what config.json leaves out: not known here
         raise _Missing("max_model_len: config.json gives none of " + ", ".join(MAX_LEN_KEYS[:4]) + ", ...")
     derived: float = min(v for v, _ in present)
     if text.get("model_max_length"):
         derived = text["model_max_length"]
+        if not _finite(derived):  # a string, a list, Infinity, a 400-digit integer: nothing kb can size with
+            raise _Missing("max_model_len: config.json's model_max_length is not a number")
     # sliding window disabled by hand: bounded by the window (get_sliding_window: a window of 0 is None)
     window = text.get("sliding_window")
     if flag("disable_sliding_window") and isinstance(window, int) and window > 0:
@@ -221,7 +222,17 @@ def derived_length(model: ConfigModel, flag: Any, config: Mapping[str, Any]) -> 
         if not isinstance(factor, (int, float)) or isinstance(factor, bool) or not math.isfinite(factor):
             raise _Missing("max_model_len: config.json's RoPE factor is not a number")
         derived *= factor
+    if not _finite(derived):
+        raise _Missing("max_model_len: config.json's lengths are out of range")
     return derived
+
+
+def _finite(value: Any) -> bool:
+    """A number kb computes a length with: finite and at most MAX_NUMBER (config.json may hold
+    Infinity, NaN or a 400-digit integer, which float arithmetic cannot take)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) <= MAX_NUMBER if isinstance(value, int) else math.isfinite(value) and abs(value) <= MAX_NUMBER
 
 
 def encoder_decoder(config: Mapping[str, Any]) -> bool:

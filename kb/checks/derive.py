@@ -23,6 +23,11 @@ only when it runs before the site (kb.config.order.post_init_order), VllmConfig'
 only for the keys of the tables they walk (name_filled). The condition holds three-valued: an
 operand kb cannot know does not hide one that decides it (kb/checks/evaluate.py `holds`).
 
+The request's checks are compiled the same way: every raise site of `vllm/sampling_params.py` that
+runs for a `SamplingParams` (its `__post_init__` and `verify`, and what they call), a field of it a
+`request` ref (the request's value, else the field's default; unknown where `__post_init__` changes
+it first, under the conditions it does). They run only when `kb check` is given a request.
+
 What cannot be compiled so is `Uncheckable`, with the reason (the first reference kb cannot give a
 value to, or a construct outside the evaluator). Nothing of vLLM is imported or run.
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import enum
 import functools
 import json
@@ -40,9 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kb.checks.computed import COMPUTED_PROPERTIES, SET_IN, Computed, Hardware, compute, modelled
-from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, check_whitelist, evaluate, holds, shorten
+from kb.checks.evaluate import ALL_METHODS, DERIVED_FUNCTIONS, MATH_FUNCTIONS, check_whitelist, evaluate, holds, shorten
 from kb.checks.jsonfields import MISSING as JSON_MISSING
 from kb.checks.jsonfields import converter
+from kb.checks.order import REQUEST_FILE
 from kb.config.model import Build, ConfigModel, Flag
 from kb.config.resolve import (
     _BUILTINS,
@@ -52,6 +59,7 @@ from kb.config.resolve import (
     FLAG,
     HARDWARE,
     INTERNAL,
+    REQUEST_FIELD,
     UNRESOLVED,
     FlagRule,
     Input,
@@ -67,6 +75,9 @@ from kb.model import REACH_UNKNOWN, Caller, LocalDef, RaiseSite
 from kb.scan.messages import placeholders
 
 LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
+# the request model: each request's sampling parameters are checked as it is made (`__post_init__`)
+# and when the engine takes the request (`verify`, with the model's config): its fields are `request` refs
+REQUEST_CLASS, REQUEST_ENTRIES = "SamplingParams", ("__post_init__", "verify")  # in REQUEST_FILE
 ENGINE_FILE = "vllm/engine/arg_utils.py"
 MAX_DEPTH = 8  # locals, callers and build arguments followed one through another
 MAX_REFS = 32  # values one check reads
@@ -267,6 +278,9 @@ class _Compiler:
 
     # --- a site ------------------------------------------------------------------------------
     def site(self, site: RaiseSite) -> Derived | Uncheckable:
+        if site.file == REQUEST_FILE:  # the request kb checks is a SamplingParams: other classes' calls are other requests
+            callers = tuple(c for c in site.fact.callers if c.qualname.split(".")[0] in (REQUEST_CLASS, c.qualname))
+            site = dataclasses.replace(site, fact=dataclasses.replace(site.fact, callers=callers))
         self.refs = {}
         self.bound = frozenset()
         self.parsed_by = None
@@ -360,6 +374,8 @@ class _Compiler:
         owner = qual[0] if len(qual) > 1 and qual[0][:1].isupper() else ""
         if file == ENGINE_FILE and owner == "EngineArgs" and qual[-1] in ("__post_init__", "create_engine_config"):
             return []
+        if file == REQUEST_FILE and owner == REQUEST_CLASS and len(qual) == 2 and qual[-1] in REQUEST_ENTRIES:
+            return []  # runs for every request: as its sampling parameters are made, or as the engine takes it
         if owner and len(qual) == 2 and (validation is not None or qual[-1] in ("__post_init__", "__init__")):
             return self.built(owner)
         if owner and len(qual) == 2 and not callers and owner != "VllmConfig":
@@ -424,6 +440,10 @@ class _Compiler:
                     return compiler.comprehension(n, self)
                 if isinstance(n, ast.Name) and n.id in compiler.bound:
                     return n  # a loop's own name
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                        and f"{n.func.value.id}_{n.func.attr}" in MATH_FUNCTIONS and len(n.args) == 1 and not n.keywords \
+                        and "math" not in scope.locals:  # math.isfinite(x): the evaluator's own
+                    return ast.Call(ast.Name(f"math_{n.func.attr}", ast.Load()), [self.visit(n.args[0])], [])
                 if isinstance(n, (ast.Attribute, ast.Name, ast.Call)):
                     done = compiler.reference(n, scope, depth, engine)
                     if done is not None:
@@ -685,11 +705,28 @@ class _Compiler:
             return self.config_object(parts, depth)
         if i.kind == INTERNAL and i.via.startswith("the field ") and "which no `vllm serve` flag sets" in i.via:
             return self.internal_field(i, parts, depth)
+        if i.kind == REQUEST_FIELD and i.via.startswith(f"the field {REQUEST_CLASS}."):  # `self.n` of its method
+            if len(parts) != 2:  # `self.structured_outputs.json`: an attribute of a field's object
+                raise _Unknown(f"{'.'.join(parts)[:80]}: an attribute of the request's {i.key}, not followed")
+            return self.request_field(i.key)
         if i.kind == HARDWARE:
             m = _PLATFORM_CALL.fullmatch(i.read)
             if m and m.group(1) in PLATFORMS["cuda"]:
                 return self.named("platform", m.group(1), f"the platform ({m.group(1)})")
         raise _Unknown(f"{i.read[:80]}: {i.kind} ({i.via[:80]})")
+
+    def request_field(self, name: str) -> ast.expr:
+        """A field of the request's sampling parameters as the guard reads it: the value the request
+        gives (else the field's default), or unknown where SamplingParams' own `__post_init__` changes
+        it before the site, under the conditions it does (`0 < temperature < _MAX_TEMP`)."""
+        value = self.named("request", name, name)
+        if self.in_own or self.how_set(REQUEST_CLASS, name) is None:
+            return value  # read by the condition it is changed under: the value the request gives
+        changed = self.own_changed_when(REQUEST_CLASS, name)
+        if changed is None:
+            raise _Unknown(f"{name}: SamplingParams' own code sets it")
+        unknown = self.named("unknown", f"{name} as vLLM sets it", f"{name}: SamplingParams' own code sets it")
+        return ast.IfExp(changed, unknown, value)
 
     def flag(self, flag: Flag, engine_field: bool = False) -> ast.expr:
         """The flag's value as the guard reads it. When vLLM's own code may change it first: where
@@ -997,7 +1034,7 @@ def derive(sites: Sequence[RaiseSite], model: Optional[ConfigModel]) -> DerivedI
     checks: list[Derived] = []
     uncheckable: list[Uncheckable] = []
     for s in sorted(sites, key=lambda s: (s.file, s.line, s.id)):
-        if not s.file.startswith(LAUNCH_FILES):
+        if not s.file.startswith(LAUNCH_FILES) and s.file != REQUEST_FILE:
             continue
         out = compiler.site(s)
         (checks if isinstance(out, Derived) else uncheckable).append(out)  # type: ignore[arg-type]
@@ -1019,6 +1056,9 @@ class Facts:
     # "dest.key" -> the value pydantic holds for what the JSON gives (kb/checks/jsonfields.py converter)
     key_types: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     computed: Computed = field(default_factory=Computed)  # what vLLM computes before its guards
+    # the request's sampling parameters (field -> value); None: no request, whose checks then do not run
+    request: Optional[Mapping[str, Any]] = None
+    request_defaults: Mapping[str, Any] = field(default_factory=dict)  # SamplingParams' defaults known exactly
 
 
 _MISSING = object()
@@ -1065,6 +1105,10 @@ def value_of(ref: Ref, facts: Facts) -> Any:
         return facts.platform.get(ref.key, _MISSING)
     if ref.kind == "computed":
         return facts.computed.values.get(ref.key, _MISSING)
+    if ref.kind == "request":
+        if facts.request is None:
+            return _MISSING
+        return facts.request[ref.key] if ref.key in facts.request else facts.request_defaults.get(ref.key, _MISSING)
     if ref.kind == "value":
         return constant_value(ref.key)
     return _MISSING
@@ -1151,7 +1195,7 @@ def fill(check: Derived, template: str, values: Mapping[str, Any]) -> str:
 
 def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str, Any],
              env: Optional[Mapping[str, Any]] = None, platform: str = "cuda",
-             hardware: Optional[Hardware] = None) -> Facts:
+             hardware: Optional[Hardware] = None, request: Optional[Mapping[str, Any]] = None) -> Facts:
     defaults: dict[str, Any] = {f.dest: f.default for f in model.flags if f.default_known and f.default_exact}
     for f in model.flags:  # a config instance by default (`FaultToleranceConfig(...)`): not None, not a dict
         if f.parses_into and f.dest not in defaults and isinstance(f.default, str) and \
@@ -1169,4 +1213,12 @@ def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str,
             if cls in {f.parses_into for f in model.flags}}
     types = {f"{dest}.{j.name}": converter(j) for j in model.json_fields for dest in by_class.get(j.config_class, [])}
     computed = compute(model, parsed, defaults, config, hardware or Hardware())
-    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types, computed)
+    request_defaults = {f.name: f.default for f in model.request_fields
+                        if f.model == REQUEST_CLASS and f.default_known and f.default_exact and not f.required}
+    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types, computed,
+                 request, request_defaults)
+
+
+def reads_request(check: Derived) -> bool:
+    """A check of the request's sampling parameters: it runs only on a request."""
+    return any(r.kind == "request" for r in check.refs)

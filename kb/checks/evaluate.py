@@ -13,14 +13,14 @@ import copy
 import functools
 import math
 import operator
-import re
 import threading
-from collections import ChainMap
+from collections import ChainMap, OrderedDict
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Optional
 
-from kb.errors import ExprError, MissingInput
+from kb.errors import ExprError, MissingInput, WorkBudgetExceeded
 
 
 def _int(x: Any) -> int:
@@ -33,9 +33,23 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # What a check derived from vLLM's guard may also call (kb/checks/derive.py): builtins over plain
 # values, `isinstance` against plain types, and a few methods of str and dict. Curated checks keep
 # FUNCTIONS, which the site's checker script also knows.
+def _math(test: Callable[[float], bool], on_int: bool) -> Callable[[Any], bool]:
+    """`math.isfinite` and friends over a plain number (an int is finite however large)."""
+    def call(value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"must be a real number, not {type(value).__name__}")
+        return on_int if isinstance(value, int) else test(value)
+    return call
+
+
+# `math.isfinite(x)` in vLLM's guard, as the compiler writes it (kb/checks/derive.py MATH_CALLS)
+MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "math_isfinite": _math(math.isfinite, True), "math_isinf": _math(math.isinf, False),
+    "math_isnan": _math(math.isnan, False),
+}
 DERIVED_FUNCTIONS: dict[str, Callable[..., Any]] = {
     **FUNCTIONS, "set": set, "tuple": tuple, "list": list, "sorted": sorted, "any": any, "all": all, "sum": sum,
-    "isinstance": isinstance,
+    "isinstance": isinstance, **MATH_FUNCTIONS,
 }
 TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool, "dict": dict, "list": list,
                           "tuple": tuple, "set": set}
@@ -68,6 +82,15 @@ MAX_INT_BITS = 4_096
 MAX_SIZE = 100_000
 MAX_WORK = 5_000_000  # units of size computed in one evaluation: bounds the time of a wide expression
 _work = threading.local()  # what is left of MAX_WORK in the evaluation under way
+# A whole command's bound on each derived check (`holds`, `evaluate(derived=True)`): the example fix
+# search and the valid values evaluate one guard thousands of times. The steps of all its evaluations
+# in one command (units of MAX_WORK, plus NODE_STEPS for each part of the expression) are counted per
+# expression; past COMMAND_WORK it is dropped for the rest of the command (WorkBudgetExceeded). vLLM
+# 0.34.0's costliest guard takes under 3 million in a build's whole fix search; a hostile one stops
+# after some seconds. Evaluations are also kept (the last CACHED, by expression and values).
+COMMAND_WORK = 10_000_000
+NODE_STEPS = 10
+CACHED = 8192
 
 
 def parse(source: str) -> ast.expr:
@@ -144,6 +167,8 @@ def check_whitelist(node: ast.AST, derived: bool = False) -> None:
         elif isinstance(n, ast.BinOp):
             if type(n.op) not in _BINOPS:
                 raise ExprError(f"operator not allowed: {ast.unparse(n)}")
+            if isinstance(n.op, ast.Mod) and isinstance(n.left, ast.Constant) and isinstance(n.left.value, str):
+                raise ExprError(_NO_FORMATTING.format(_short(ast.unparse(n))))
         elif isinstance(n, ast.Constant):
             if not isinstance(n.value, (int, float, str, bool, type(None))):
                 raise ExprError(f"constant not allowed: {_short(ast.unparse(n))}")
@@ -158,6 +183,7 @@ def check_whitelist(node: ast.AST, derived: bool = False) -> None:
             raise ExprError(f"{type(n).__name__} is not allowed: {ast.unparse(n) if isinstance(n, ast.expr) else ''}")
 
 
+_NO_FORMATTING = "string formatting with `%` is not allowed: {!r}"
 _COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp)
 _DERIVED_ONLY = (ast.comprehension, ast.Store, ast.Slice)  # parts of a comprehension, `x[1:]`
 _ALLOWED = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.Compare, ast.IfExp,
@@ -166,7 +192,18 @@ _ALLOWED = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAd
 
 
 def evaluate(expr: str | ast.expr, env: Mapping[str, Any], derived: bool = False) -> Any:
-    """`derived`: a check derived from vLLM's guard, with its wider whitelist (check_whitelist)."""
+    """`derived`: a check derived from vLLM's guard, with its wider whitelist (check_whitelist);
+    kept, and counted against the command's work budget (`work_budget`)."""
+    if derived and isinstance(expr, str):
+        return _budgeted("evaluate", expr, env, _evaluate_derived)
+    return _evaluate(expr, env, derived)
+
+
+def _evaluate_derived(expr: str, env: Mapping[str, Any]) -> Any:
+    return _evaluate(expr, env, True)
+
+
+def _evaluate(expr: str | ast.expr, env: Mapping[str, Any], derived: bool) -> Any:
     node = _parse_checked(expr, derived) if isinstance(expr, str) else expr
     if not isinstance(expr, str):
         check_whitelist(node, derived)
@@ -183,7 +220,12 @@ def evaluate(expr: str | ast.expr, env: Mapping[str, Any], derived: bool = False
 def holds(expr: str, env: Mapping[str, Any]) -> bool:
     """Whether a derived check's condition holds, read the way a condition is (three-valued):
     `a or b` holds when b does, whatever a is; `a and b` fails when b does. MissingInput only
-    when the values given do not decide it (kb/checks/derive.py)."""
+    when the values given do not decide it (kb/checks/derive.py). Kept, and counted against the
+    command's work budget (`work_budget`)."""
+    return bool(_budgeted("holds", expr, env, _holds))
+
+
+def _holds(expr: str, env: Mapping[str, Any]) -> bool:
     node = _parse_checked(expr, True)
     _work.left = MAX_WORK
     try:
@@ -193,6 +235,112 @@ def holds(expr: str, env: Mapping[str, Any]) -> bool:
     except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, OverflowError, MemoryError,
             RecursionError) as e:
         raise ExprError(f"{type(e).__name__}: {_short(str(e))} in {_short(ast.unparse(node))!r}") from None
+
+
+# --- a whole command's work budget, and the evaluations kept ---------------------------------------
+class _Ledger:
+    """The steps each derived expression has taken in the command under way, and those dropped."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, int] = {}
+        self.dropped: set[str] = set()
+
+
+_command = threading.local()  # the ledger of the command under way in this thread (none: no budget)
+_kept: OrderedDict[tuple[str, str, Any], tuple[bool, Any]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+@contextmanager
+def work_budget() -> Iterator[None]:
+    """The scope of one command (`kb check`, a build's derived guidance): each derived expression
+    may take COMMAND_WORK steps in all. Nested scopes share the outer one's ledger."""
+    if getattr(_command, "ledger", None) is not None:
+        yield
+        return
+    _command.ledger = _Ledger()
+    try:
+        yield
+    finally:
+        _command.ledger = None
+
+
+def dropped(expr: str) -> bool:
+    """The derived expression is past the work budget of the command under way."""
+    ledger: Optional[_Ledger] = getattr(_command, "ledger", None)
+    return ledger is not None and expr in ledger.dropped
+
+
+def _budgeted(kind: str, expr: str, env: Mapping[str, Any], run: Callable[[str, Mapping[str, Any]], Any]) -> Any:
+    """`run(expr, env)`, kept by (expr, values), its steps counted against the command's budget."""
+    ledger: Optional[_Ledger] = getattr(_command, "ledger", None)
+    if ledger is not None and expr in ledger.dropped:
+        raise WorkBudgetExceeded()
+    key = (kind, expr, _frozen(env))
+    if key[2] is not _UNKEPT:
+        with _kept_lock:
+            kept = _kept.get(key)
+            if kept is not None:
+                _kept.move_to_end(key)
+        if kept is not None:
+            if kept[0]:
+                return copy.deepcopy(kept[1]) if isinstance(kept[1], (list, dict, set)) else kept[1]
+            raise kept[1].with_traceback(None)
+    ok, result = True, None
+    _work.left = MAX_WORK
+    try:
+        result = run(expr, env)
+    except ExprError as e:
+        ok, result = False, e
+    if ledger is not None:
+        spent = ledger.spent.get(expr, 0) + MAX_WORK - getattr(_work, "left", MAX_WORK) + NODE_STEPS * _nodes(expr)
+        ledger.spent[expr] = spent
+        if spent > COMMAND_WORK:
+            ledger.dropped.add(expr)
+    if key[2] is not _UNKEPT:
+        with _kept_lock:
+            _kept[key] = (ok, copy.deepcopy(result) if isinstance(result, (list, dict, set)) else result)
+            if len(_kept) > CACHED:
+                _kept.popitem(last=False)
+    if not ok:
+        assert isinstance(result, ExprError)
+        raise result
+    return result
+
+
+@functools.lru_cache(maxsize=4096)
+def _nodes(expr: str) -> int:
+    return sum(1 for _ in ast.walk(_parse_checked(expr, True)))
+
+
+_UNKEPT = object()  # values that cannot be frozen: evaluated every time
+_FROZEN_ITEMS = 1_000  # values larger than this are not kept
+
+
+def _frozen(env: Mapping[str, Any]) -> Any:
+    """The values as a hashable key, each with its type (`1`, `1.0` and `True` are equal, but
+    `isinstance` tells them apart); _UNKEPT for a value kb does not freeze."""
+    count = [0]
+
+    def freeze(v: Any) -> Any:
+        count[0] += 1
+        if count[0] > _FROZEN_ITEMS:
+            raise TypeError
+        if isinstance(v, (list, tuple)):
+            return (type(v).__name__, tuple(freeze(x) for x in v))
+        if isinstance(v, (set, frozenset)):
+            return (type(v).__name__, frozenset(freeze(x) for x in v))
+        if isinstance(v, dict):
+            return ("dict", tuple((freeze(k), freeze(x)) for k, x in v.items()))
+        if isinstance(v, float) and v != v:
+            raise TypeError  # nan: never equal to itself
+        hash(v)
+        return (type(v), v)
+
+    try:
+        return tuple(sorted(((k, freeze(v)) for k, v in env.items()), key=lambda kv: kv[0]))
+    except (TypeError, RecursionError):
+        return _UNKEPT
 
 
 def _truth(n: ast.expr, env: Mapping[str, Any]) -> bool:
@@ -422,12 +570,11 @@ def _bounded(value: Any, n: Optional[ast.expr] = None) -> int:
 
 
 _SEQUENCES = (str, list, tuple)
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
 def _check_operands(n: ast.BinOp, left: Any, right: Any) -> None:
-    """Refuse, before computing it, a result that would exceed the bounds: a power, a repeated
-    sequence, a `%`-formatted string."""
+    """Refuse, before computing it, a result that would exceed the bounds (a power, a repeated
+    sequence), and string formatting with `%` (`'%.4000f' % 1e308`), whatever the value's source."""
     if isinstance(n.op, ast.Pow) and _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
         if (abs(left).bit_length() - 1) * right > MAX_INT_BITS:
             raise ExprError(f"exponent too large in {_short(ast.unparse(n))!r} (the result would have more than "
@@ -437,14 +584,7 @@ def _check_operands(n: ast.BinOp, left: Any, right: Any) -> None:
             if isinstance(seq, _SEQUENCES) and _is_int(times) and times > 0:
                 _check_size(_spent(_size(seq)) * times, n)
     elif isinstance(n.op, ast.Mod) and isinstance(left, str):
-        room = len(left) + 10 * _spent(_size(right))
-        for m in _PERCENT_SPEC.finditer(left):
-            for number in m.groups():
-                if number == "*":
-                    raise ExprError(f"`*` widths are not allowed in {_short(ast.unparse(n))!r}")
-                if number is not None:
-                    room += int(number) if len(number) < 10 else MAX_SIZE + 1
-        _check_size(room, n)
+        raise ExprError(_NO_FORMATTING.format(_short(ast.unparse(n))))
 
 
 def _is_int(value: Any) -> bool:

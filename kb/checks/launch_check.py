@@ -12,13 +12,26 @@ from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
 from kb.checks.computed import Hardware
-from kb.checks.derive import _MISSING, Derived, DerivedIndex, Facts, Verdict, derive, facts_of, passed_value, run
+from kb.checks.derive import (
+    _MISSING,
+    Derived,
+    DerivedIndex,
+    Facts,
+    Verdict,
+    derive,
+    facts_of,
+    passed_value,
+    reads_request,
+    run,
+)
+from kb.checks.evaluate import dropped
 from kb.checks.jsonfields import refusal
 from kb.checks.launch import ConfigFile, Launch, parse_launch, serve_words
 from kb.checks.order import FieldError, constraint_error, position, pydantic_report, validation_failures
-from kb.checks.predict import Outcome, Prediction, Skipped, predict
+from kb.checks.predict import NotRun, Outcome, Prediction, Skipped, predict
 from kb.checks.valid import derived_valid_values, valid_values
 from kb.config.model import ConfigModel
+from kb.errors import OVER_BUDGET
 from kb.model import Record
 
 _DERIVED: list[tuple[Sequence[Record], ConfigModel, DerivedIndex]] = []  # the records and model it is of, held
@@ -34,8 +47,13 @@ def derived_index(records: Sequence[Record], flags: ConfigModel) -> DerivedIndex
 
 def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Sequence[str],
               model_config: Optional[ConfigFile] = None, hardware: Optional[dict[str, object]] = None,
-              with_valid: bool = True, derived: Optional[DerivedIndex] = None) -> Outcome:
+              with_valid: bool = True, derived: Optional[DerivedIndex] = None,
+              request: Optional[Mapping[str, Any]] = None) -> Outcome:
+    """`request`: the sampling parameters of one request (SamplingParams' field -> value): its
+    checks run too, after the launch's (vLLM starts first, then takes the request)."""
     launch = parse_launch(argv, model_config, hardware)
+    if hardware:  # a hardware value refused there (infinite, 10**400 GiB) is unknown to every check
+        hardware = {k: v for k, v in hardware.items() if k not in launch.bad}
     if flags is None or not has_parser(flags):
         outcome = predict(records, launch)
         return with_valid_values(records, outcome) if with_valid else outcome  # no parser: no derived checks
@@ -44,7 +62,7 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
         return replace(predict(records, launch), parse_error=parsed.error, build_order=flags.build_order)
     index = derived if derived is not None else derived_index(records, flags)
     facts = facts_of(flags, parsed.values, model_config.data if model_config is not None else {},
-                     hardware=Hardware.of(hardware))
+                     hardware=Hardware.of(hardware), request=request)
     outcome = predict(records, with_computed(launch, facts))
     passed, undecided = passed_errors(index, facts)
     failures = tuple(validation_failures(flags, parsed.values, parsed.given, passed))
@@ -60,7 +78,7 @@ def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Seq
             if not valid.get(p.record.id):
                 valid[p.record.id] = derived_valid_values(flags, index, facts, p.record.id, templates)
         outcome = replace(outcome, valid=valid)
-    return outcome
+    return with_dropped(records, outcome, index)
 
 
 # the check vocabulary's inputs that kb computes as vLLM does (kb/checks/computed.py), by value
@@ -96,6 +114,8 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
     ran: list[tuple[Derived, Record, Verdict]] = []
     for check in index.checks:
         r = by_id.get(check.record_id)
+        if facts.request is None and reads_request(check):
+            continue  # a check of a request's sampling parameters: no request given
         if r is not None and r.id not in curated and r.id not in seen:
             ran.append((check, r, run(check, facts, r.template)))
     # a curated check the launch does not decide gives way to its derived twin where that one does
@@ -107,7 +127,7 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
     # when vLLM starts the model with its defaults)
     for check, r, verdict in ran:
         if verdict.raises is None and reads_given(check, facts):
-            open_.setdefault((check.file, _function(r, check.line)), []).append((check.line, verdict.missing))
+            open_.setdefault(_where(check, r), []).append((check.line, verdict.missing))
     for s in outcome.skipped:
         if s.record.entry is not None and s.record.entry.check is not None and \
                 any(i in outcome.launch.given for i in s.record.entry.check.inputs):
@@ -119,7 +139,7 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
         if r.id in seen:
             continue
         if verdict.raises:
-            before = [m for line, m in open_.get((check.file, _function(r, check.line)), []) if line < check.line]
+            before = [m for line, m in open_.get(_where(check, r), []) if line < check.line]
             if before:
                 unknown.setdefault(r.id, tuple(dict.fromkeys(x for m in before for x in m)))
                 continue
@@ -131,6 +151,16 @@ def with_derived(records: Sequence[Record], outcome: Outcome, index: DerivedInde
     predicted.sort(key=lambda p: (p.record.file, p.record.line, p.record.id))
     return replace(outcome, predicted=tuple(predicted),
                    unknown=tuple(Skipped(by_id[i], m) for i, m in sorted(unknown.items()) if i not in seen))
+
+
+def with_dropped(records: Sequence[Record], outcome: Outcome, index: DerivedIndex) -> Outcome:
+    """The derived checks this command dropped, their evaluations past its work budget
+    (kb/checks/evaluate.py COMMAND_WORK): not run, named where their guard is."""
+    by_id = {r.id: r for r in records}
+    done = {p.record.id for p in outcome.predicted} | {n.record.id for n in outcome.not_run}
+    ids = dict.fromkeys(c.record_id for c in index.checks if c.record_id in by_id and c.record_id not in done
+                        and dropped(c.expr))
+    return replace(outcome, not_run=(*outcome.not_run, *(NotRun(by_id[i], OVER_BUDGET) for i in ids))) if ids else outcome
 
 
 def before_undecided(outcome: Outcome, fields: Optional[Mapping[str, tuple[str, ...]]] = None) -> Outcome:
@@ -172,14 +202,23 @@ def passed_errors(index: DerivedIndex, facts: Facts) -> tuple[dict[str, list[Fie
 
 
 def reads_given(check: Derived, facts: Facts) -> bool:
-    """The check reads a flag, or a key of a JSON-valued flag, that the command gives."""
+    """The check reads a flag, or a key of a JSON-valued flag, that the command gives (or a field
+    the request gives)."""
     for r in check.refs:
+        if r.kind == "request" and facts.request is not None and r.key in facts.request:
+            return True
         if r.kind in ("flag", "flag-given", "computed") and r.key in facts.flags:
             return True
         dest, _, key = r.key.partition(".")
         if r.kind == "flag-key" and isinstance(facts.flags.get(dest), dict) and key in facts.flags[dest]:
             return True
     return False
+
+
+def _where(check: Derived, r: Record) -> tuple[str, str]:
+    """Where an undecided check may stop vLLM before a later one: its function; for a request's
+    checks the whole request model, whose checks run in the order of their lines."""
+    return (check.file, "" if reads_request(check) else _function(r, check.line))
 
 
 def _function(r: Record, line: int) -> str:

@@ -25,6 +25,8 @@ ENGINE_FILE = "vllm/engine/arg_utils.py"
 _AT_BUILD = frozenset({"__post_init__", "__init__"})
 _VALIDATORS = frozenset({"field_validator", "model_validator", "validator", "root_validator", "post_init", "init"})
 LAST = math.inf
+REQUEST_FILE = "vllm/sampling_params.py"  # the request model (kb/checks/derive.py REQUEST_CLASS)
+REQUEST_PHASE = 9  # after every launch-time phase
 
 
 def position(r: Record, order: Mapping[str, int]) -> tuple[float, int, str, int]:
@@ -33,6 +35,8 @@ def position(r: Record, order: Mapping[str, int]) -> tuple[float, int, str, int]
     where its callers in the same file run (`_get_and_verify_max_len`, called by
     `ModelConfig.get_and_verify_max_len`, called by `ModelConfig.__post_init__`): the earliest."""
     site = r.sites[0]
+    if site.file == REQUEST_FILE:
+        return (LAST, REQUEST_PHASE, r.file, r.line)  # a request's checks: once vLLM has started, in line order
     own = _place(site.fact.qualname, site.fact.validation, r.file, site.line, order)
     later = "VllmConfig" in order and own[0] == order["VllmConfig"] + 0.5  # a method, run after the builds
     if not (own[0] == LAST or later) or not site.fact.callers:

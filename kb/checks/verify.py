@@ -205,7 +205,7 @@ def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config:
                   ) -> list[tuple[str, str, Optional[NotRun]]]:
     """(side, problem, the check that could not run) of each problem of a shell example fix."""
     problems: list[tuple[str, str, Optional[NotRun]]] = []
-    for side, text in (("before", fix.before), ("after", fix.after)):
+    for side, text, request in (("before", fix.before, fix.request_before), ("after", fix.after, fix.request_after)):
         words = command_words(text)
         if config is not None and has_parser(config):
             parsed = parse_command(config, serve_words(words))
@@ -221,7 +221,8 @@ def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config:
         # as `kb check` runs it: the derived checks and the values vLLM computes too, where the
         # release's parser is known; else the curated checks alone
         outcome = check_one(records, config, words, ConfigFile("config.json", dict(fix.model_config or {})),
-                            dict(fix.hardware or {}), with_valid=False) if config is not None and has_parser(config) \
+                            dict(fix.hardware or {}), with_valid=False, request=request) \
+            if config is not None and has_parser(config) \
             else predict(records, launch)
         problems += [(side, "", n) for n in outcome.not_run]
         ids = [p.record.id for p in outcome.predicted]

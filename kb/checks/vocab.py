@@ -158,7 +158,9 @@ def checked_value(inp: Input, value: Any) -> Any:
     if inp.type in ("int", "size"):
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif inp.type == "float":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        # an int of any size is finite (math.isfinite would convert it to a float: OverflowError past 1e308)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            isinstance(value, int) or math.isfinite(value))
     elif inp.type in ("bool", "present"):
         ok = isinstance(value, bool)
     else:

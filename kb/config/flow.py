@@ -22,7 +22,7 @@ from typing import Optional
 from kb.config.members import collected, source_of
 from kb.config.modules import Modules, module_name
 
-LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
+LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py", "vllm/sampling_params.py")  # and the request model
 MAX_SOURCE = 4_000
 
 

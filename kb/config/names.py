@@ -25,7 +25,7 @@ from kb.config.model import JSON
 from kb.config.modules import Found, ImportFrom, ImportModule, Modules, module_name
 from kb.config.values import LiteralType, SetValue
 
-LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
+LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py", "vllm/sampling_params.py")  # and the request model
 MAX_ITEMS = 2_000  # items of one value kept
 MAX_SCANNED = 60  # files parsed to find who calls a registry's filling function
 _PLAIN = (type(None), bool, int, float, str)

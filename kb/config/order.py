@@ -18,6 +18,8 @@ from kb.config.interp import ClassRef, FunctionRef, Reader
 from kb.config.model import JSON, Build, JsonField
 
 ENGINE_MODULE = "vllm.engine.arg_utils"
+# the request model whose construction runs vLLM's request checks (kb/checks/derive.py REQUEST_FILE)
+REQUEST_MODULE, REQUEST_CLASS = "vllm.sampling_params", "SamplingParams"
 _CONFIG = re.compile(r"[A-Z]\w*Config")
 MAX_NODES = 100_000  # syntax nodes looked at in one function
 
@@ -87,13 +89,16 @@ def assigned_fields(reader: Reader) -> tuple[tuple[str, str, str, str, int, str]
     `when` is the condition of the `if`s around it, as source in the class's
     scope ("" when none; UNKNOWN_CONDITION inside a loop, `try`, `with` or `match`); sorted."""
     out: set[tuple[str, str, str, str, int, str]] = set()
-    names = sorted(n for n in reader.modules.by_name if n == ENGINE_MODULE or n.startswith(CONFIG_PACKAGE + "."))
+    names = sorted({*(n for n in reader.modules.by_name if n == ENGINE_MODULE or n.startswith(CONFIG_PACKAGE + ".")),
+                    REQUEST_MODULE})
     for name in names:
         module = reader.modules.get(name)
         if module is None:
             continue
         for cls in module.tree.body:
-            if isinstance(cls, ast.ClassDef) and (cls.name.endswith("Config") or cls.name == "EngineArgs"):
+            if isinstance(cls, ast.ClassDef) and (
+                    (name == REQUEST_MODULE and cls.name == REQUEST_CLASS) or
+                    (name != REQUEST_MODULE and (cls.name.endswith("Config") or cls.name == "EngineArgs"))):
                 out |= {(cls.name, *a) for a in _assignments(cls)}
     return tuple(sorted(out))
 
@@ -811,6 +816,9 @@ def post_init_order(reader: Reader) -> tuple[tuple[str, str, int], ...]:
     for name in names:
         module = reader.modules.get(name)
         classes += [c for c in module.tree.body if isinstance(c, ast.ClassDef)] if module is not None else []
+    request = reader.modules.get(REQUEST_MODULE)  # the request model: its own module's other classes call it
+    if request is not None:
+        classes += [c for c in request.tree.body if isinstance(c, ast.ClassDef) and c.name == REQUEST_CLASS]
     called = [{n.func.attr for n in ast.walk(c) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
               for c in classes]
     for i, cls in enumerate(classes):
@@ -818,6 +826,10 @@ def post_init_order(reader: Reader) -> tuple[tuple[str, str, int], ...]:
         if "__post_init__" not in methods:
             continue
         elsewhere = set().union(*(c for j, c in enumerate(called) if j != i))
+        if cls.name == REQUEST_CLASS:  # the config classes' own `self._verify_args()` are not calls of it
+            elsewhere = {n.func.attr for j, c in enumerate(classes) if j != i for n in ast.walk(c)
+                         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                         and not (isinstance(n.func.value, ast.Name) and n.func.value.id == "self")}
         first: dict[str, int] = {}
         for call in sorted(_self_calls(methods["__post_init__"]), key=lambda c: c.lineno):
             pending = [call.func.attr] if isinstance(call.func, ast.Attribute) else []

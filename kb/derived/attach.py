@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.checks.derive import Derived, DerivedIndex, derive
+from kb.checks.evaluate import work_budget
 from kb.config.model import ConfigModel
 from kb.config.resolve import SetByReader
 from kb.derived.domains import Pool, constant_pool
 from kb.derived.fix import find_fix
 from kb.derived.meaning import condition_words, inputs_text, meaning_text
 from kb.derived.model import DERIVED_FORMAT, DerivedFix, DerivedGuidance
+from kb.errors import OVER_BUDGET
 from kb.files import compact_json, write_atomic
 from kb.model import Record
 
@@ -67,6 +69,13 @@ def attach_derived(records: Sequence[Record], model: Optional[ConfigModel], jobs
     return [replace(r, derived=found[r.id]) if r.id in found and live(r) else r for r in records]
 
 
+def over_budget(records: Sequence[Record]) -> list[str]:
+    """A located warning for each error whose derived check exceeds the command's work budget
+    (kb/checks/evaluate.py COMMAND_WORK): its fix search stopped there."""
+    return [f"{r.file}:{r.line}: check not run: {OVER_BUDGET}" for r in records
+            if r.derived is not None and r.derived.no_fix == OVER_BUDGET]
+
+
 def _load(path: Path) -> Optional[dict[str, DerivedGuidance]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -93,7 +102,8 @@ def derive_guidance(records: Sequence[Record], model: ConfigModel, jobs: int = 1
         text, reading, labels = condition_words(r, by_id.get(r.id, []), reader, model)
         if text:
             out[r.id] = DerivedGuidance(meaning_text(r, text), text, inputs_text(labels, model), reading)
-    fixes = _fixes(current, sorted(by_id), model, index, jobs)
+    with work_budget():  # each derived check's evaluations in all, bounded (kb/checks/evaluate.py)
+        fixes = _fixes(current, sorted(by_id), model, index, jobs)
     for ident, (fix, valid, why) in fixes.items():
         base = out.get(ident, DerivedGuidance())
         out[ident] = replace(base, fix=fix, valid=valid, no_fix=why)
@@ -128,12 +138,13 @@ def _fix_chunk(ids: Sequence[str], records: Sequence[Record], model: ConfigModel
                pool: Pool) -> dict[str, _Fixed]:
     by_id: Mapping[str, Record] = {r.id: r for r in records}
     out: dict[str, _Fixed] = {}
-    for ident in ids:
-        found = find_fix(by_id[ident], records, model, index, pool)
+    with work_budget():  # a worker's chunk: its own budget (in the caller's process: the caller's)
+        found_all = {ident: find_fix(by_id[ident], records, model, index, pool) for ident in ids}
+    for ident, found in found_all.items():
         fix = None
         if found.fix is not None:
             fix = DerivedFix(found.fix.before, found.fix.after, found.change, dict(found.fix.model_config),
-                             dict(found.fix.hardware))
+                             dict(found.fix.hardware), found.fix.request_before, found.fix.request_after)
         valid = tuple((flag, tuple(values)) for flag, values in found.valid.items()) if fix is not None else ()
         out[ident] = (fix, valid, "" if fix is not None else found.reason)
     return out

@@ -240,4 +240,6 @@ def _ref_label(kind: str, key: str, shown: str, by_dest: Mapping[str, Flag]) -> 
         return w.Label(key, w.PLATFORM)
     if kind == "computed":
         return w.Label(key, w.COMPUTED)
+    if kind == "request":
+        return w.Label(key, w.REQUEST)
     return w.Label(key.removeprefix("self."), w.OTHER)  # what kb cannot know before launch: as vLLM names it

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.checks.derive import Derived, DerivedIndex, Ref, constant_value
+from kb.checks.derive import REQUEST_CLASS, Derived, DerivedIndex, Ref, constant_value
 from kb.checks.valid import flag_candidates
 from kb.config.model import ConfigModel, Flag, JsonField
 
@@ -49,16 +50,20 @@ def near_constants(check: Derived) -> dict[str, list[Any]]:
             continue
         names = [x.id for x in ast.walk(n) if isinstance(x, ast.Name) and x.id not in values]
         found: list[Any] = []
+        signed = {id(x.operand) for x in ast.walk(n) if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.USub)}
         for x in ast.walk(n):
             if isinstance(x, ast.Constant) and _plain(x.value):
-                found.append(x.value)
+                value = x.value
+                if id(x) in signed and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    value = -value  # `-1` is `-(1)` in the syntax tree
+                found.append(value)
             elif isinstance(x, ast.Name) and x.id in values:
                 v = values[x.id]
                 found += [i for i in v if _plain(i)] if isinstance(v, (tuple, list, frozenset, set)) else \
                     [v] if _plain(v) else []
         for name in names:
             bucket = out.setdefault(name, [])
-            bucket += [v for v in found if v not in bucket]
+            bucket += [v for v in found if not any(type(v) is type(b) and v == b for b in bucket)]  # 1 is not True
     return out
 
 
@@ -85,10 +90,11 @@ def constant_pool(index: DerivedIndex) -> Pool:
 def _numbers(near: Sequence[Any], integer: bool, low: float = -math.inf, high: float = math.inf) -> list[Any]:
     found: list[Any] = []
     for v in near:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            continue  # a guard's `-1e308 * 10` or `float("inf")`: no launch gives it
         for x in (v, v + 1, v - 1) if integer and isinstance(v, int) else (v, v * 2 if v else 1.0, v / 2):
-            found.append(int(x) if integer else float(x))
+            if isinstance(x, int) or math.isfinite(x):
+                found.append(int(x) if integer else float(x))
     found += list(SMALL_COUNTS) if integer else [0.5, 1.0, 0.0]
     return [x for x in dict.fromkeys(found) if low <= x <= high]
 
@@ -158,6 +164,38 @@ def _dedupe(values: Sequence[Any]) -> list[Any]:
     return seen
 
 
+def request_kinds(annotation: str) -> list[str]:
+    """The kinds of values a request field's annotation allows (`int | None` -> int), plain ones
+    first; none for a class of vLLM's (a structured-outputs object) kb does not build."""
+    outer = re.sub(r"\[[^\[\]]*\]", "[]", annotation)  # list[int]: a list, whose items say nothing of the field
+    return [k for k in ("float", "int", "bool", "list", "dict", "str") if re.search(rf"\b{k}\b", outer)]
+
+
+def request_values(annotation: str, near: Sequence[Any]) -> list[Any]:
+    """A request field's values to try: either side of the bounds vLLM's condition compares it with
+    (a negative bound is `-(1)` in the source: its sign is tried too), the kinds its annotation
+    allows (lists of its item type), and for a float the infinities vLLM's finiteness checks catch."""
+    kinds = request_kinds(annotation)
+    scalar = [k for k in kinds if k in ("int", "float")]
+    numbers = [v for v in near if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    values: list[Any] = []
+    for kind in scalar:
+        cast = int if kind == "int" else float
+        values += [cast(x) for v in numbers for x in (v, 0, v + 1, v - 1, -v, -v - 1)] + [cast(0)]
+    if "float" in kinds:
+        values += [math.inf]
+    for kind in kinds:
+        values += _kind_values(kind, (), near)
+    item = re.search(r"\blist\[(\w+)\]", annotation)
+    if item is not None and item.group(1) in ("int", "str"):  # a list holds its own kind of items
+        want: type = int if item.group(1) == "int" else str
+        values = [v for v in values if not isinstance(v, list) or all(type(x) is want for x in v)]
+        values += [[-1], [0]] if want is int else [[""], [EXAMPLE_TEXT]]
+    if "bool" not in kinds:
+        values = [v for v in values if not isinstance(v, bool)]
+    return _dedupe(values)[:MAX_VALUES]
+
+
 def domains(check: Derived, model: ConfigModel, key_defaults: Mapping[str, Any],
             pool: Optional[Pool] = None) -> dict[str, Domain]:
     """Ref name -> what to try for it, for the refs a launch sets (flags, keys of JSON-valued
@@ -166,6 +204,7 @@ def domains(check: Derived, model: ConfigModel, key_defaults: Mapping[str, Any],
     by_dest = {f.dest: f for f in model.flags}
     fields: dict[tuple[str, str], JsonField] = {(j.config_class, j.name): j for j in model.json_fields}
     near = near_constants(check)
+    requests = {f.name: f for f in model.request_fields if f.model == REQUEST_CLASS}
     out: dict[str, Domain] = {}
     for r in check.refs:
         close = near.get(r.name, [])
@@ -198,6 +237,10 @@ def domains(check: Derived, model: ConfigModel, key_defaults: Mapping[str, Any],
             flag = by_dest[r.key]
             companion = Ref(r.name + ":flag", "flag", r.key, flag.name)
             out[companion.name] = Domain(companion, (NOT_GIVEN, *flag_values(flag, close, {})), NOT_GIVEN)
+        elif r.kind == "request" and r.key in requests:
+            f = requests[r.key]
+            default = f.default if f.default_known and f.default_exact and not f.required else NOT_GIVEN
+            out[r.name] = Domain(r, (NOT_GIVEN, *request_values(f.type, close)), default)
         elif r.kind == "config-json":
             ints = [v for v in close if isinstance(v, int) and not isinstance(v, bool)]
             values = [v for v in close if v is not None] + (_numbers(ints, True) if ints or not close else [])

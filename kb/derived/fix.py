@@ -13,18 +13,19 @@ the inputs chosen so far; the input it needs next is the one tried next, its def
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from kb.checks.derive import PLATFORMS, Derived, DerivedIndex, Facts, constant_value, facts_of, run
+from kb.checks.derive import PLATFORMS, Derived, DerivedIndex, Facts, constant_value, facts_of, reads_request, run
 from kb.checks.launch import ConfigFile
 from kb.checks.launch_check import check_one
 from kb.checks.predict import Outcome, Prediction
 from kb.config.model import ConfigModel, Flag
 from kb.derived.domains import NOT_GIVEN, Pool, constant_pool, domains
-from kb.errors import ExprError, MissingInput
+from kb.errors import OVER_BUDGET, ExprError, MissingInput, WorkBudgetExceeded
 from kb.model import ExampleFix, Record
 
 MODEL = "MODEL"  # the model as the example names it: any model of the shape config.json gives
@@ -45,17 +46,27 @@ class Draft:
     flags: tuple[tuple[str, Any], ...]
     config: tuple[tuple[str, Any], ...]
     hardware: tuple[tuple[str, Any], ...] = ()
+    request: Optional[tuple[tuple[str, Any], ...]] = None  # a request's sampling parameters (request errors)
 
     def with_flag(self, dest: str, value: Any) -> Draft:
         if value is NOT_GIVEN:
-            return Draft(tuple((d, v) for d, v in self.flags if d != dest), self.config, self.hardware)
+            return replace(self, flags=tuple((d, v) for d, v in self.flags if d != dest))
         if any(d == dest for d, _ in self.flags):
-            return Draft(tuple((d, value if d == dest else v) for d, v in self.flags), self.config, self.hardware)
-        return Draft((*self.flags, (dest, value)), self.config, self.hardware)
+            return replace(self, flags=tuple((d, value if d == dest else v) for d, v in self.flags))
+        return replace(self, flags=(*self.flags, (dest, value)))
 
     def with_key(self, key: str, value: Any) -> Draft:
         rest = tuple((k, v) for k, v in self.config if k != key)
-        return Draft(self.flags, rest if value is NOT_GIVEN else (*rest, (key, value)), self.hardware)
+        return replace(self, config=rest if value is NOT_GIVEN else (*rest, (key, value)))
+
+    def with_field(self, name: str, value: Any) -> Draft:
+        """The request with a sampling parameter set (NOT_GIVEN: left out)."""
+        rest = tuple((k, v) for k, v in self.request or () if k != name)
+        return replace(self, request=rest if value is NOT_GIVEN else (*rest, (name, value)))
+
+    @property
+    def request_values(self) -> Optional[dict[str, Any]]:
+        return dict(self.request) if self.request is not None else None
 
 
 @dataclass(frozen=True)
@@ -88,8 +99,15 @@ class _Search:
             elif r.kind == "env" and r.key in probe.env:
                 self.fixed[r.name] = probe.env[r.key]
         self.computed = any(r.kind == "computed" for r in check.refs)
+        self.request = reads_request(check)  # a request's check: the launch stays plain, the request changes
+        if self.request:  # served by a real model (BASE_CONFIG): its config.json is not what the fix changes
+            for r in check.refs:
+                if r.kind == "config-json" and r.key in BASE_CONFIG:
+                    self.fixed[r.name] = BASE_CONFIG[r.key]
+                    self.domains.pop(r.name, None)
         self.steps = 0
         self.needs: list[str] = []  # what the condition asked for that a launch cannot give
+        self.dropped = False  # the condition exceeds the command's work budget: the search stops
 
     # --- the launch that raises --------------------------------------------------------------------
     def raising(self) -> Iterator[dict[str, Any]]:
@@ -129,6 +147,9 @@ class _Search:
                     continue
                 yield from self._dfs({**chosen, e.name: value})
             return
+        except WorkBudgetExceeded:
+            self.dropped, self.steps = True, MAX_STEPS
+            return
         except ExprError:
             return
         if holds:
@@ -149,7 +170,8 @@ class _Search:
         flags: dict[str, Any] = {}
         keys: dict[str, dict[str, Any]] = {}
         given: dict[str, bool] = {}
-        config: dict[str, Any] = dict(BASE_CONFIG) if self.computed else {}
+        config: dict[str, Any] = dict(BASE_CONFIG) if self.computed or self.request else {}
+        request: dict[str, Any] = {}
         for name, value in chosen.items():
             d = self.domains[name]
             r = d.ref
@@ -167,6 +189,8 @@ class _Search:
                 given[r.key] = bool(value)
             elif r.kind == "config-json" and value is not NOT_GIVEN:
                 config[r.key] = value
+            elif r.kind == "request" and value is not NOT_GIVEN and not _same(value, d.default):
+                request[r.key] = value
         for dest, values in keys.items():
             if given.get(dest) is False:
                 return None
@@ -180,7 +204,8 @@ class _Search:
                     return None
             if not yes and dest in flags:
                 return None
-        return Draft(tuple(flags.items()), tuple(config.items()), tuple(GPU.items()) if self.computed else ())
+        return Draft(tuple(flags.items()), tuple(config.items()), tuple(GPU.items()) if self.computed else (),
+                     tuple(request.items()) if self.request else None)
 
     def _default(self, dest: str) -> Any:
         f = self.by_dest.get(dest)
@@ -202,7 +227,8 @@ class _Search:
         return f.choices[0] if f.choices else NOT_GIVEN
 
     def facts(self, draft: Draft) -> Facts:
-        return facts_of(self.model, dict(draft.flags), dict(draft.config), hardware=_hardware(draft))
+        return facts_of(self.model, dict(draft.flags), dict(draft.config), hardware=_hardware(draft),
+                        request=draft.request_values)
 
     # --- kb check on a draft -----------------------------------------------------------------------
     def outcome(self, draft: Draft, valid: bool = False) -> Optional[Outcome]:
@@ -210,7 +236,7 @@ class _Search:
         if words is None:
             return None
         return check_one(self.records, self.model, words, ConfigFile("config.json", dict(draft.config)),
-                         dict(draft.hardware) or None, with_valid=valid, derived=self.index)
+                         dict(draft.hardware) or None, with_valid=valid, derived=self.index, request=draft.request_values)
 
     def first(self, outcome: Outcome) -> bool:
         if outcome.parse_error is not None:  # raised while vLLM's parser reads a JSON value: first of all
@@ -234,6 +260,21 @@ class _Search:
         given = dict(before.flags)
         out: list[tuple[int, int, str, Draft]] = []
         n = 0
+        sent = dict(before.request or ())
+        told = " ".join(expr for _, expr in self.check.message)  # the values the message shows
+        for d in self.domains.values():  # a request's field: another value, or left out (its default)
+            if d.ref.kind != "request":
+                continue
+            name = d.ref.key
+            shown = re.search(rf"\b{d.ref.name}\b", told) is not None  # the field the message is about first
+            for v in d.values:
+                if v is NOT_GIVEN:
+                    if name in sent:
+                        out.append((1, n, f"leave `{name}` out of the request, for its default", before.with_field(name, v)))
+                elif not _same(v, sent.get(name, d.default)):
+                    out.append((0 if shown else 1, n, f"set `{name}` to {_code(_json(v))} in the request",
+                                before.with_field(name, v)))
+                n += 1
         for dest, value in given.items():
             flag = self.by_dest[dest]
             if isinstance(value, dict):
@@ -396,7 +437,8 @@ def find_fix(record: Record, records: Sequence[Record], model: ConfigModel, inde
             continue
         before, after, text, valid = found
         fix = ExampleFix("shell", command_text(launch_words(model, before) or []),
-                         command_text(launch_words(model, after) or []), dict(before.config), dict(before.hardware))
+                         command_text(launch_words(model, after) or []), dict(before.config), dict(before.hardware),
+                         before.request_values, after.request_values)
         problems = fix_problems(record, fix, records, model)
         if problems:
             reasons.append("not proved: " + "; ".join(problems))
@@ -414,9 +456,19 @@ def _after(search: _Search, before: Draft, valid: Mapping[str, list[Any]]) -> Op
             continue
         fixed = search.outcome(after)
         if fixed is not None and fixed.parse_error is None and not fixed.predicted and not fixed.validation \
-                and not fixed.not_run:
+                and not fixed.not_run and not _request_open(search, fixed, after):
             return after, text
     return None
+
+
+def _request_open(search: _Search, outcome: Outcome, draft: Draft) -> bool:
+    """A request check kb leaves undecided reads a field the request gives: vLLM may raise it."""
+    if draft.request is None:
+        return False
+    sent = {k for k, _ in draft.request}
+    undecided = {u.record.id for u in outcome.unknown}
+    return any(c.record_id in undecided and any(r.kind == "request" and r.key in sent for r in c.refs)
+               for c in search.index.checks)
 
 
 def _one(search: _Search, reasons: list[str]) -> Optional[tuple[Draft, Draft, str, dict[str, list[Any]]]]:
@@ -461,6 +513,9 @@ def _one(search: _Search, reasons: list[str]) -> Optional[tuple[Draft, Draft, st
                                   "no single change makes kb check predict no error: the launches kb found raise other errors too")
         if tried >= MAX_SOLUTIONS:
             break
+    if search.dropped:
+        reasons.append(OVER_BUDGET)
+        return None
     if no_change:
         reasons.append(no_change)
         return None

@@ -83,6 +83,11 @@ def guidance(record: Record) -> Guidance:
     if e is not None and e.example_fix is not None:
         x = e.example_fix
         fix = Fix(x.language, x.before, x.after, dict(x.model_config), dict(x.hardware), record.checked, CURATED)
+    elif d is not None and d.fix is not None and d.fix.request_before is not None:
+        x2 = d.fix  # a request's fix: its sampling parameters, the launch as it is
+        fix = Fix("python", request_example(x2.before, x2.request_before or {}),
+                  request_example(x2.after, x2.request_after or {}), dict(x2.model_config), dict(x2.hardware), True,
+                  DERIVED, x2.change)
     elif d is not None and d.fix is not None:
         x2 = d.fix
         fix = Fix("shell", x2.before, x2.after, dict(x2.model_config), dict(x2.hardware), True, DERIVED, x2.change)
@@ -96,6 +101,17 @@ def guidance(record: Record) -> Guidance:
     trigger_from = CURATED if e is not None and e.trigger else DERIVED if d is not None and d.condition else ""
     return Guidance(meaning, meaning_from, inputs, solutions, solutions_from, fix, valid,
                     d.condition if d is not None else "", trigger_from)
+
+
+def request_example(launch: str, request: dict[str, Any]) -> str:
+    """A request's sampling parameters as `LLM.generate` takes them, under the launch that serves
+    them; `kb check --request` reads the same fields as JSON."""
+    import shlex
+
+    from kb.checks.request import request_text, sampling_params_text
+
+    return (f"# served by: {launch}\n{sampling_params_text(request)}\n"
+            f"# kb check --request {shlex.quote(request_text(request))} -- {launch}")
 
 
 def derived_solutions(fix: Fix, valid: tuple[tuple[str, tuple[Any, ...]], ...]) -> tuple[str, ...]:

@@ -21,14 +21,21 @@ class DerivedFix:
     change: str  # the change, in words (Markdown): "set `--decode-context-parallel-size` to `2`"
     model_config: dict[str, Any] = field(default_factory=dict)
     hardware: dict[str, Any] = field(default_factory=dict)
+    # a request error's fix: the request's sampling parameters (SamplingParams' fields) on each side
+    request_before: Optional[dict[str, Any]] = None
+    request_after: Optional[dict[str, Any]] = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"before": self.before, "after": self.after, "change": self.change, "modelConfig": self.model_config,
-                "hardware": self.hardware}
+        out: dict[str, Any] = {"before": self.before, "after": self.after, "change": self.change,
+                               "modelConfig": self.model_config, "hardware": self.hardware}
+        if self.request_before is not None:
+            out.update(requestBefore=self.request_before, requestAfter=self.request_after)
+        return out
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> DerivedFix:
-        return DerivedFix(d["before"], d["after"], d["change"], dict(d["modelConfig"]), dict(d["hardware"]))
+        return DerivedFix(d["before"], d["after"], d["change"], dict(d["modelConfig"]), dict(d["hardware"]),
+                          d.get("requestBefore"), d.get("requestAfter"))
 
 
 @dataclass(frozen=True)

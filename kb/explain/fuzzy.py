@@ -26,8 +26,15 @@ def _weight(token: str) -> int:
     return WORD_COST if token[0] in _WORD_CHARS else SIGN_COST
 
 
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+def _tokens(text: str, limit: Optional[int] = None) -> list[tuple[str, int, int]]:
+    """The words and signs of `text` in lower case, with where each is; at most `limit` of
+    them (a megabyte of dots would otherwise be a megabyte of tuples)."""
+    out: list[tuple[str, int, int]] = []
+    for m in _TOKEN.finditer(text):
+        if limit is not None and len(out) >= limit:
+            break
+        out.append((m.group().lower(), m.start(), m.end()))
+    return out
 
 
 def _template_tokens(entry: dict[str, Any]) -> list[Optional[str]]:

@@ -23,7 +23,7 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", text)
 
 
-_ESCAPED_QUOTE = re.compile(r"\\+(['\"])")
+_ESCAPED_QUOTE = re.compile(r"(?<!\\)\\+(['\"])")  # from a run's first backslash only: linear
 _ENTITIES = {"&quot;": '"', "&#39;": "'", "&#x27;": "'", "&lt;": "<", "&gt;": ">", "&amp;": "&"}
 _ENTITY = re.compile("|".join(_ENTITIES))
 

@@ -51,7 +51,7 @@ from kb.explain.fuzzy import (
     differences,
 )
 from kb.explain.index import MATCH_FORMAT, index_problem
-from kb.explain.messages import NO_CLUES, Clues, clues_of, log_messages, unwrap
+from kb.explain.messages import MAX_MESSAGE, NO_CLUES, Clues, clues_of, iter_messages, log_messages, unwrap
 from kb.files import read_text
 
 SUCCESSOR = "successor"
@@ -106,6 +106,7 @@ class Answer:
 class Explanation:
     found: tuple[Found, ...]
     suggestions: tuple[Match, ...] = ()  # when nothing matched: the closest templates
+    notes: tuple[str, ...] = ()  # what was not read or not listed (a long input cut, errors beyond MAX_FOUND)
 
 
 class _Compiled:
@@ -177,7 +178,7 @@ class Matcher:
         lower-cased text) and whose longest literal part it contains."""
         seen: dict[int, _Compiled] = {}
         index = self.by_folded_word if fold else self.by_word
-        for w in set(_WORD.findall(text)) | {""}:
+        for w in {m.group() for m in _WORD.finditer(text)} | {""}:
             for c in index.get(w, ()):
                 seen[id(c)] = c
         return [c for c in seen.values() if (c.longest_folded if fold else c.longest) in text]
@@ -255,13 +256,14 @@ class Matcher:
 
     def similar(self, message: str, limit: int = 5, floor: float = MIN_SIMILARITY) -> list[Match]:
         """The current errors whose words are most like the message's (Jaccard, at least `floor`)."""
-        words = {w.lower() for w in _WORD.findall(message)}
+        words = _folded_words(message)
         if not words:
             return []
         scored = []
         for template_words, c in self.word_sets:  # suggestions are errors of the release, not older wording
             if template_words and c.entry["literal"] >= MIN_LITERAL and not c.entry.get("older"):
-                overlap = len(words & template_words) / len(words | template_words)
+                shared = len(template_words & words)  # the union, counted without building it
+                overlap = shared / (len(words) + len(template_words) - shared)
                 if overlap >= floor and overlap > 0:
                     scored.append(Match(c.entry, "similar", round(overlap, 3)))
         return sorted(scored, key=lambda m: (-m.score, m.id))[:limit]
@@ -270,10 +272,10 @@ class Matcher:
         """Nothing matched: the templates of any release whose literal words align with the
         message with a few edits (FUZZY_EDITS of their weight at most). Kind `probably`; score:
         the template's weight less the edits; `differences` says what differs."""
-        tokens = _tokens(message)
+        tokens = _tokens(message, FUZZY_MAX_TOKENS + 1)
         if not tokens or len(tokens) > FUZZY_MAX_TOKENS:
             return []
-        words = {w.lower() for w in _WORD.findall(message)}
+        words = _folded_words(message)
         if not words:
             return []
         shared = []
@@ -302,6 +304,11 @@ class Matcher:
             return []  # two templates of other words are as close: which one is a guess
         return _rank([x for _, _, x in out], clues)[:3]
 
+
+
+def _folded_words(text: str) -> set[str]:
+    """The distinct words of a text in lower case (a set as it goes: a long log is not listed first)."""
+    return {m.group().lower() for m in _WORD.finditer(text)}
 
 
 _KIND_ORDER = {"exact": 0, "contained": 1, "truncated": 2, "probably": 3, "similar": 4}
@@ -350,11 +357,16 @@ def _since(entry: dict[str, Any]) -> tuple[int, int, int]:
     return (-((last[0] - first[0]) * 1000 + last[1] - first[1]), first[0], first[1])
 
 
+MAX_FOUND = 1_000  # distinct errors (an id with its values) listed; a long log's others are counted
+
+
 def explain(text: str, matcher: Matcher) -> Explanation:
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    unlisted = 0  # messages of other errors, once MAX_FOUND are listed
+    cuts: list[int] = []  # lines where a line or message longer than MAX_MESSAGE was cut
     clues = clues_of(text)
-    for line, logged in log_messages(text):
+    for line, logged in iter_messages(text, cuts):
         matches = _inner_first(matcher.match(logged, clues), matcher, clues)
         if not matches:
             continue
@@ -368,22 +380,44 @@ def explain(text: str, matcher: Matcher) -> Explanation:
             f = found[key]
             found[key] = Found(f.line, f.message, f.best, f.others, f.count + 1)
             continue
+        if len(found) >= MAX_FOUND:
+            unlisted += 1
+            continue
         found[key] = Found(line, unwrap(logged), best, tuple(matches[1:]))
         order.append(key)
     if found:
-        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted))
     # Nothing matched whole: messages cut off at the end (on any line; the longest may instead be
     # aligned whole, `probably`), else the closest templates to the longest message.
-    messages = [(line, unwrap(r)) for line, r in log_messages(text)]
-    longest = max(range(len(messages)), key=lambda i: len(messages[i][1])) if messages else -1
-    for i, (line, message) in enumerate(messages):
+    # The messages are made again for each pass, never listed: a long log stays one copy of its text.
+    longest, longest_message = -1, ""
+    for i, (_, logged) in enumerate(iter_messages(text)):
+        message = unwrap(logged)
+        if longest < 0 or len(message) > len(longest_message):
+            longest, longest_message = i, message
+    for i, (line, logged) in enumerate(iter_messages(text)):
+        message = unwrap(logged)
         cut = _fuller(matcher, message, clues) if i == longest else matcher.truncated(message, clues)
         if cut and (cut[0].id, cut[0].values) not in found:
+            if len(found) >= MAX_FOUND:
+                unlisted += 1
+                continue
             found[(cut[0].id, cut[0].values)] = Found(line, message, cut[0], tuple(cut[1:]))
             order.append((cut[0].id, cut[0].values))
     if found:
-        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order))
-    return Explanation((), tuple(matcher.similar(messages[longest][1] if messages else "")))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted))
+    return Explanation((), tuple(matcher.similar(longest_message)), notes=_notes(cuts, unlisted))
+
+
+def _notes(cuts: list[int], unlisted: int) -> tuple[str, ...]:
+    notes = []
+    if cuts:
+        notes.append(f"{len(cuts):,} line(s) or message(s) longer than {MAX_MESSAGE:,} characters were read up to "
+                     f"that length (the first at line {min(cuts)})")
+    if unlisted:
+        notes.append(f"{unlisted:,} more message(s) of other errors are not listed: at most {MAX_FOUND:,} distinct "
+                     "errors (an id with its values) are")
+    return tuple(notes)
 
 
 def _fuller(matcher: Matcher, message: str, clues: Clues) -> list[Match]:

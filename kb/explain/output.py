@@ -105,8 +105,9 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
             out["closestCurrent"] = match(f.closest)
         return out
 
-    data = {"found": [found(f) for f in ex.found],
-            "suggestions": [match(s) for s in ex.suggestions]}
+    data: dict[str, Any] = {"found": [found(f) for f in ex.found], "suggestions": [match(s) for s in ex.suggestions]}
+    if ex.notes:  # only then: the answer to a whole input keeps its shape
+        data["notes"] = list(ex.notes)
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -122,7 +123,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
             lines += ["", "Closest templates (similarity of their words, not a match):"]
             for s in ex.suggestions:
                 lines.append(f"  {s.score:.2f}  {s.id}  {s.entry['title']}  ({s.entry['file']}:{s.entry['line']})")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _notes(ex)) + "\n"
     n = len(ex.found)
     lines.append(f"Found {n} vLLM error{'s' if n > 1 else ''}:")
     for f in ex.found:
@@ -156,4 +157,8 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
         if rest:
             lines.append("  Less specific templates that match too: " + ", ".join(
                 f"{o.id} ({o.entry['title'][:60]})" for o in rest[:5]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _notes(ex)) + "\n"
+
+
+def _notes(ex: Explanation) -> list[str]:
+    return ["", *(f"Note: {n}" for n in ex.notes)] if ex.notes else []

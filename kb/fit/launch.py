@@ -19,7 +19,7 @@ from kb.checks.cli_parse import ParseError, has_parser, parse_command
 from kb.checks.computed import Hardware
 from kb.checks.derive import facts_of
 from kb.checks.launch import MAX_LISTED, ConfigFile, parse_launch, serve_words
-from kb.checks.vocab import INPUTS, MAX_GPU_GIB
+from kb.checks.vocab import INPUTS, MAX_GPU_GIB, shown_value
 from kb.config.model import ConfigModel
 from kb.errors import UsageError
 from kb.fit.follow import Rules, rules_of
@@ -132,9 +132,10 @@ def refuse_bad_numbers(argv: Sequence[str], config: ConfigFile, hardware: Mappin
     launch = parse_launch(argv, config, {k: v for k, v in hardware.items() if k in INPUTS})
     bad = [problem for name, problem in launch.bad.items() if INPUTS[name].kind != "config" or name in SIZED_BY]
     used = hardware.get("gpu_memory_used_gib")
-    if used is not None and (isinstance(used, bool) or not isinstance(used, (int, float)) or not math.isfinite(used)
+    if used is not None and (isinstance(used, bool) or not isinstance(used, (int, float))
+                             or not (isinstance(used, int) or math.isfinite(used))
                              or not 0 <= used <= MAX_GPU_GIB):
-        bad.append(f"--gpu-memory-used-gib: expected a number from 0 to {MAX_GPU_GIB:g}, got {used}")
+        bad.append(f"--gpu-memory-used-gib: expected a number from 0 to {MAX_GPU_GIB:g}, got {shown_value(used)}")
     if bad:
         raise UsageError("; ".join(dict.fromkeys(bad)))
 

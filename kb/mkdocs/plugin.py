@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from mkdocs.config import config_options as c
-from mkdocs.config.base import Config
+from mkdocs.config.base import Config, ValidationError
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure import StructureItem
@@ -47,6 +47,25 @@ _EXTENSIONS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+class DocsFolder(c.Type[str]):
+    """A folder inside the docs for the pages: plain names joined by `/`. `.`, `..`, an empty
+    name (a leading `/`), a backslash or a control character could put the pages over the
+    docs' own (`.` would replace the home page) or outside them; api/ holds the JSON API."""
+
+    def __init__(self, default: str) -> None:
+        super().__init__(str, default=default)
+
+    def run_validation(self, value: object) -> str:
+        text = super().run_validation(value)
+        parts = text.removesuffix("/").split("/")
+        if any(p in ("", ".", "..") or not p.isprintable() or "\\" in p for p in parts):
+            raise ValidationError("must be a folder inside the docs: names joined by '/', without '.', '..', "
+                                  f"a leading '/', a backslash or a control character (got {text!r})")
+        if parts[0] == "api":
+            raise ValidationError(f"must not be inside api/, which holds the JSON API (got {text!r})")
+        return "/".join(parts)
+
+
 class ErrorsConfig(Config):
     release = c.Optional(c.Type(str))
     source = c.Optional(c.Type(str))
@@ -54,7 +73,7 @@ class ErrorsConfig(Config):
     wheel = c.Optional(c.Type(str))
     ref = c.Optional(c.Type(str))
     errors = c.Optional(c.Type(str))
-    path = c.Type(str, default="errors")
+    path = DocsFolder(default="errors")
     include = c.Choice(("curated", "all"), default="curated")
     title = c.Type(str, default="Error reference")
 
@@ -73,9 +92,6 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
             self.spec = source_spec(source=o.source, git=o.git, ref=o.ref, vllm_version=o.release, wheel=o.wheel)
         except KBError as e:
             raise PluginError(f"vllm-errors: {_option_names(str(e))}") from None
-        path = o.path.strip("/")
-        if not path or ".." in path.split("/"):
-            raise PluginError(f"vllm-errors: path must be a folder inside the docs, got {o.path!r}")
         have = {e if isinstance(e, str) else next(iter(e)) for e in config.markdown_extensions}
         self.snippets = "pymdownx.snippets" in have
         for name, options in _EXTENSIONS:
@@ -105,23 +121,31 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         path = o.path.strip("/")
         api_prefix = "../" * (path.count("/") + 1)
         self.pages = {}
+        docs_own = set(files.src_uris)
+
+        def add(f: File) -> None:  # never over a page of the docs: MkDocs would drop theirs without a word
+            if f.src_uri in docs_own:
+                raise PluginError(f"vllm-errors: the docs already have {f.src_uri}, where the plugin puts its own "
+                                  f"(option 'path' is {o.path!r}; the JSON API goes under api/)")
+            files.append(f)
+
         guard = escape_snippets if self.snippets else str
         for r in shown:
             view = error_view(r, info, [summaries[i] for i in r.related],
                               [summaries[i] for i in family_ids(r) if i in summaries])
             f = File.generated(config, f"{path}/{r.id}.md", content=guard(error_markdown(view, info, titles, api_prefix)))
-            files.append(f)
+            add(f)
             self.pages[r.id] = f
         self.index_file = File.generated(config, f"{path}/index.md",
                                          content=guard(index_markdown(shown, info, o.include, o.title)))
-        files.append(self.index_file)
+        add(self.index_file)
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):
-                files.append(File.generated(config, name, content=text))
+                add(File.generated(config, name, content=text))
         for name, data in api_files(records, info, release_wordings([("", scan)])):
-            files.append(File.generated(config, name, content=data))
+            add(File.generated(config, name, content=data))
         for name, text in config_api_files(scan.config, info):
-            files.append(File.generated(config, name, content=text))
+            add(File.generated(config, name, content=text))
         return files
 
     def on_nav(self, nav: Navigation, config: Any, files: Files) -> Navigation:

@@ -91,7 +91,7 @@ def extract(data: bytes) -> FileFacts:
         return FileFacts(error=(line, f"cannot parse: {e.msg}"))
     except ValueError as e:  # e.g. null bytes
         return FileFacts(error=(_null_line(data), f"cannot parse: {e}"))
-    except RecursionError:
+    except (RecursionError, MemoryError):  # CPython's parser: MemoryError past its stack, e.g. 200 `[` after an unclosed `(`
         return FileFacts(error=(1, "cannot parse: too deeply nested"))
     return _Walker(module, interesting_lines(data), data).run()
 

@@ -257,3 +257,14 @@ def sub_placeholders(template: str, repl: str) -> str:
     """The template with each placeholder replaced by `repl`."""
     parts, _ = template_parts(template)
     return repl.join(parts)
+
+
+# Bidirectional controls reorder the text shown around them ("Trojan Source"): a title, message or
+# source line of the scanned tree that holds one could show words other than its own. Every
+# output shows them as a visible escape instead (kb/scan/scanner.py applies this to each site).
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with each bidirectional control written as its escape (`\\u202e`)."""
+    return _BIDI_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _BIDI_CONTROLS.search(text) else text

@@ -25,6 +25,7 @@ from kb.scan.defaults import DEFAULT_EXCEPTIONS, TREE, Progress
 from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
 from kb.scan.ids import ID_SCHEME, error_id
+from kb.scan.messages import visible
 from kb.scan.source import Tree
 from kb.workers import worker_pool
 
@@ -74,7 +75,7 @@ def scan(
         quotes = _QuoteCounter(lines)
         for r in sorted(matching, key=lambda r: r.line):
             e = excerpt(lines, r.line)
-            sites.append(RaiseSite(error_id(r.template, path), path, built.parts_of(r, path), r.exception_name,
+            sites.append(RaiseSite(error_id(r.template, path), path, _visible(built.parts_of(r, path)), r.exception_name,
                               Excerpt(e.start, e.lines, quotes.open_before(e.start))))
     size = tree.size if tree.size is not None else (lambda p: len(read(p)))
     return ScanResult(
@@ -193,8 +194,15 @@ def excerpt(lines: list[str], line: int, radius: int = EXCERPT_RADIUS) -> Excerp
     last = len(lines) - 1 if lines and lines[-1] == "" else len(lines)
     start = max(1, line - radius)
     end = min(last, line + radius)
-    return Excerpt(start, tuple(t if len(t) <= EXCERPT_LINE_MAX else t[:EXCERPT_LINE_MAX] + "…"
+    return Excerpt(start, tuple(visible(t if len(t) <= EXCERPT_LINE_MAX else t[:EXCERPT_LINE_MAX] + "…")
                                 for t in lines[start - 1 : end]))
+
+
+def _visible(r: RaiseFact) -> RaiseFact:
+    """The raise with bidirectional controls in its message shown as escapes (its id, computed
+    before, stays that of vLLM's own message)."""
+    template, parts = visible(r.template), tuple(visible(p) for p in r.parts)
+    return replace(r, template=template, parts=parts) if (template, parts) != (r.template, r.parts) else r
 
 
 class _QuoteCounter:

@@ -8,6 +8,8 @@ run; `vllm/_version.py` is read with `ast`.
 from __future__ import annotations
 
 import ast
+import configparser
+import contextlib
 import hashlib
 import os
 import re
@@ -39,6 +41,14 @@ WHEEL_PLATFORMS = (
 )
 # The CPython tags tried in turn: abi3 wheels (0.5 on) match the first; 0.2-0.4 were cp38-cp311 only.
 WHEEL_PYTHONS = ("3.12", "3.11", "3.10", "3.9", "3.8")
+
+# A source file is read whole and parsed whole, so its size bounds kb's memory. Both limits are
+# checked before a file is read whole (its size from the folder, the git object or the zip
+# directory), and a file over one is a located warning, not scanned: the rest of the tree is.
+# The largest vLLM file of any release is 0.36 MB (0.28.0's gpu_model_runner.py; 0.34.0: 0.26 MB),
+# with about 48,000 words and signs; `ast` takes up to 1.5 KB for each word or sign of dense code.
+MAX_SOURCE_BYTES = 8 * 2**20
+MAX_SOURCE_TOKENS = 500_000  # words and signs (estimated; see `token_estimate`) of one file
 
 
 @dataclass(frozen=True)
@@ -197,17 +207,63 @@ def from_dir(root: Path, include_vendored: bool) -> Tree:
         dirty = repo.is_dirty(untracked_files=False)
         repo.close()
         paths, excluded = select([p for p in listed if p and (root / p).is_file()], include_vendored, refused)
-        paths = _inside(root, paths, refused)
+        paths = within_limits(_inside(root, paths, refused), lambda p: (root / p).stat().st_size,
+                              lambda p: _read_file(root, p), refused)
         version = _dir_version(root, refused)[0]
         info = TreeInfo("dir", str(root), head.hexsha, head.hexsha, _utc(head.committed_datetime), version, dirty)
     else:
         listed = [p.relative_to(root).as_posix() for p in (root / "vllm").rglob("*.py") if p.is_file()]
         paths, excluded = select(listed, include_vendored, refused)
-        paths = _inside(root, paths, refused)
+        paths = within_limits(_inside(root, paths, refused), lambda p: (root / p).stat().st_size,
+                              lambda p: _read_file(root, p), refused)
         version, commit = _dir_version(root, refused)
         ref = f"v{version}" if version else "main"
         info = TreeInfo("dir", str(root), ref, commit, None, version)
-    return Tree(info, paths, excluded, lambda p: (root / p).read_bytes(), warnings=refused)
+    return Tree(info, paths, excluded, lambda p: _read_file(root, p), warnings=refused)
+
+
+def _read_file(root: Path, path: str) -> bytes:
+    """A file of the tree, at most MAX_SOURCE_BYTES of it: one that grew past the limit since it
+    was listed is an error, never a whole read."""
+    with open(root / path, "rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SourceError(f"grew past the {MAX_SOURCE_BYTES // 2**20} MiB limit for a source file while it was "
+                          "scanned", path)
+    return data
+
+
+def within_limits(paths: list[str], size: Callable[[str], int], read: Callable[[str], bytes],
+                  refused: list[Located]) -> list[str]:
+    """The paths whose file kb may read and parse whole; the others said in `refused`. `size` is
+    known without reading the file; only a file larger than MAX_SOURCE_TOKENS bytes (none in
+    vLLM) is read here, to estimate its words and signs."""
+    kept = []
+    for p in paths:
+        n = size(p)
+        if n > MAX_SOURCE_BYTES:
+            refused.append(Located(p, 1, f"not scanned: {n:,} bytes, over the {MAX_SOURCE_BYTES // 2**20} MiB "
+                                         "limit for a source file"))
+        elif n > MAX_SOURCE_TOKENS and (tokens := token_estimate(read(p))) > MAX_SOURCE_TOKENS:
+            refused.append(Located(p, 1, f"not scanned: about {tokens:,} words and signs, over the "
+                                         f"{MAX_SOURCE_TOKENS:,} limit for a source file"))
+        else:
+            kept.append(p)
+    return kept
+
+
+_SPACE = b" \t\n\r\f\v"
+_WORD_OR_SPACE = bytes(range(128, 256)) + b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz" + _SPACE
+_SPACE_OR_NOT = bytes(b" "[0] if c in _SPACE else b"x"[0] for c in range(256))
+
+
+def token_estimate(data: bytes) -> int:
+    """About as many as the words and signs of Python source `data`, not fewer: each sign byte,
+    and each run of white space (two words need one between them). What `ast.parse`'s memory
+    follows; at most len(data). Counted in C, with a copy or two of `data` and no list."""
+    signs = len(data.translate(None, _WORD_OR_SPACE))
+    spaced = data.translate(_SPACE_OR_NOT)
+    return signs + spaced.count(b"x ") + spaced.startswith(b" ")
 
 
 def _inside(root: Path, paths: list[str], refused: list[Located]) -> list[str]:
@@ -230,7 +286,20 @@ def _dir_version(root: Path, refused: list[Located]) -> tuple[Optional[str], Opt
     if not f.resolve().is_relative_to(root):
         refused.append(Located("vllm/_version.py", 1, "ignored: a symbolic link to a file outside the tree"))
         return None, None
-    return version_info(f.read_bytes(), refused)
+    if not _version_size_ok(f.stat().st_size, refused):
+        return None, None
+    return version_info(_read_file(root, "vllm/_version.py"), refused)
+
+
+MAX_VERSION_BYTES = 64 * 1024  # vllm/_version.py is a few lines
+
+
+def _version_size_ok(size: int, refused: list[Located]) -> bool:
+    if size <= MAX_VERSION_BYTES:
+        return True
+    refused.append(Located("vllm/_version.py", 1, f"ignored: {size:,} bytes, over the {MAX_VERSION_BYTES // 1024} KiB "
+                                                  "limit for a version file"))
+    return False
 
 
 def _work_tree(root: Path) -> Optional[git.Repo]:
@@ -253,13 +322,44 @@ def _work_tree(root: Path) -> Optional[git.Repo]:
 
 # --- a git ref, read from the object store ----------------------------------------------------
 def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
+    """REF of the repository at URL, read from a bare clone kept in the cache. A cached clone that
+    git cannot read (a damaged HEAD, config, ref file or object) is cloned again and replaces it;
+    when that clone fails too, the old one stays and the error names it."""
+    location = _normalise_url(url)
+    target = cache / "git" / (hashlib.sha256(location.encode()).hexdigest()[:16] + ".git")
+    cached = os.path.lexists(target)
+    if not cached:
+        _clone(location, url, target, replace=False)
+    try:
+        return _read_ref(target, url, ref, include_vendored)
+    except _unreadable() as e:
+        if not cached:
+            raise SourceError(f"git cannot read {ref!r} of {url}: {_git_reason(e)}", str(target)) from None
+    _clone(location, url, target, replace=True)
+    try:
+        return _read_ref(target, url, ref, include_vendored)
+    except _unreadable() as e:
+        raise SourceError(f"git cannot read {ref!r} of {url}: {_git_reason(e)}", str(target)) from None
+
+
+def _unreadable() -> tuple[type[Exception], ...]:
+    """What git and gitpython raise on a clone they cannot read."""
+    import git
+    from gitdb.exc import ODBError
+
+    return git.GitError, ODBError, configparser.Error, ValueError, OSError
+
+
+def _read_ref(target: Path, url: str, ref: str, include_vendored: bool) -> Tree:
+    """The tree of REF in the clone at `target`, fetching once when REF is not there yet. Every
+    blob is looked up now, so that a damaged clone fails here, where it can be cloned again."""
     import git
 
-    repo = _clone(url, cache)
+    repo = git.Repo(target)
     try:
         commit = _resolve(repo, ref)
         if commit is None:
-            _fetch(repo, url)
+            repo.git.fetch("--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
             commit = _resolve(repo, ref)
         if commit is None:
             raise SourceError(f"ref {ref!r} not found in {url}")
@@ -269,35 +369,56 @@ def from_git(url: str, ref: str, cache: Path, include_vendored: bool) -> Tree:
                 path = str(b.path)
                 if path.startswith(PACKAGE) and path.endswith(".py"):
                     blobs[path] = b.binsha
+        for binsha in blobs.values():
+            repo.odb.info(binsha)
+        refused: list[Located] = []
+        paths, excluded = select(list(blobs), include_vendored, refused)
+        version = None
+        if "vllm/_version.py" in blobs and _version_size_ok(int(repo.odb.info(blobs["vllm/_version.py"]).size), refused):
+            version = version_info(repo.odb.stream(blobs["vllm/_version.py"]).read(), refused)[0]
+        info = TreeInfo("git", url, commit.hexsha, commit.hexsha, _utc(commit.committed_datetime), version)
     except BaseException:
         repo.close()
         raise
-    refused: list[Located] = []
-    paths, excluded = select(list(blobs), include_vendored, refused)
-    version = None
-    if "vllm/_version.py" in blobs:
-        version = version_info(repo.odb.stream(blobs["vllm/_version.py"]).read(), refused)[0]
-    info = TreeInfo("git", url, commit.hexsha, commit.hexsha, _utc(commit.committed_datetime), version)
-    return Tree(info, paths, excluded, lambda p: repo.odb.stream(blobs[p]).read(), repo.close, warnings=refused)
+
+    def read(path: str) -> bytes:
+        try:
+            data: bytes = repo.odb.stream(blobs[path]).read()
+            algorithm = "sha1" if len(blobs[path]) == 20 else "sha256"  # git's object id
+            if hashlib.new(algorithm, b"blob %d\0" % len(data) + data).digest() != blobs[path]:
+                raise ValueError("its text does not match its object id")
+            return data
+        except _unreadable() as e:
+            raise SourceError(f"git cannot read it from the cached clone {target}: {_git_reason(e)} "
+                              "(delete that folder to clone it again)", path) from None
+
+    paths = within_limits(paths, lambda p: int(repo.odb.info(blobs[p]).size), read, refused)
+    return Tree(info, paths, excluded, read, repo.close, warnings=refused)
 
 
-def _clone(url: str, cache: Path) -> git.Repo:
+def _clone(location: str, url: str, target: Path, replace: bool) -> None:
+    """A bare clone of `location` at `target`, made beside it and moved in whole; `replace`: the
+    folder already there (a damaged clone) is moved out first, and stays when the clone fails."""
     import git
 
-    location = _normalise_url(url)
-    target = cache / "git" / (hashlib.sha256(location.encode()).hexdigest()[:16] + ".git")
-    if target.is_dir():
-        return git.Repo(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".clone-", dir=target.parent))
     try:
         git.Repo.clone_from(location, tmp / "repo.git", bare=True, multi_options=["--quiet"])
-        os.replace(tmp / "repo.git", target)
+        if replace:
+            with contextlib.suppress(FileNotFoundError):  # else another kb run replaced it first
+                os.replace(target, tmp / "old")  # a symbolic link is moved, never followed
+        try:
+            os.replace(tmp / "repo.git", target)
+        except OSError:
+            if not target.is_dir():  # else another kb run cloned it meanwhile
+                raise
     except git.GitCommandError as e:
         raise SourceError(f"cannot clone {url}: {_git_reason(e)}") from None
+    except OSError as e:
+        raise SourceError(f"cannot clone {url} into the cache: {e.strerror or e}", str(target)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return git.Repo(target)
 
 
 def _normalise_url(url: str) -> str:
@@ -309,29 +430,27 @@ def _normalise_url(url: str) -> str:
     return str(path.resolve())
 
 
-def _fetch(repo: git.Repo, url: str) -> None:
-    import git
-
-    try:
-        repo.git.fetch("--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
-    except git.GitCommandError as e:
-        raise SourceError(f"cannot fetch {url}: {_git_reason(e)}") from None
-
-
 def _resolve(repo: git.Repo, ref: str) -> Optional[git.Commit]:
+    """The commit REF names, or None when the clone has no such ref or object (yet)."""
     import git
-    from gitdb.exc import BadName, BadObject
+    from gitdb.exc import ODBError
 
     try:
-        return repo.commit(ref)
-    except (BadName, BadObject, ValueError, git.GitCommandError):
+        commit = repo.commit(ref)
+        repo.odb.info(commit.binsha)  # a full commit id resolves without its object
+        return commit
+    except (ODBError, ValueError, LookupError, git.GitCommandError):
         return None
 
 
-def _git_reason(e: git.GitCommandError) -> str:
-    text = str(e.stderr or e).strip().splitlines()
-    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in text if line.strip()]
-    return lines[-1] if lines else "git failed"
+def _git_reason(e: BaseException) -> str:
+    """git's first `fatal:` line (later lines only advise), else its last line."""
+    stderr = getattr(e, "stderr", None)
+    text = str(stderr or e).strip().splitlines()
+    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in text]
+    lines = [line for line in lines if line]
+    line = next((line for line in lines if line.startswith("fatal:")), lines[-1] if lines else type(e).__name__)
+    return line if line.isprintable() and len(line) <= 200 else _shown(line)
 
 
 # --- a release wheel ---------------------------------------------------------------------------
@@ -428,21 +547,35 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
     if not paths:
         z.close()
         raise SourceError("the wheel holds no vllm/ package", str(path))
-    version, commit = (None, None)
-    date = None
-    if "vllm/_version.py" in members:
-        version, commit = version_info(z.read("vllm/_version.py"), refused)
-        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=UTC))
-    version = version or expect
-    ref = f"v{version}" if version else "main"
 
     def read(p: str) -> bytes:
         try:
-            return z.read(members[p])
+            return z.read(members[p])  # at most its file_size: zipfile stops there (checked first)
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:  # a corrupt member
             raise SourceError(f"corrupt wheel member {p}: {e}", str(path)) from None
 
+    paths = within_limits(_plainly_compressed(paths, members, refused), lambda p: members[p].file_size, read, refused)
+    version, commit = (None, None)
+    date = None
+    if "vllm/_version.py" in paths and _version_size_ok(members["vllm/_version.py"].file_size, refused):
+        version, commit = version_info(read("vllm/_version.py"), refused)
+        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=UTC))
+    version = version or expect
+    ref = f"v{version}" if version else "main"
     info = TreeInfo("wheel", str(path), ref, commit, date, version)
     return Tree(info, paths, excluded, read, z.close,
                 stamp=lambda p: f"zip-crc32:{members[p].CRC:08x}:{members[p].file_size}",
                 size=lambda p: members[p].file_size, warnings=refused)
+
+
+def _plainly_compressed(paths: list[str], members: dict[str, zipfile.ZipInfo], refused: list[Located]) -> list[str]:
+    """The members stored or deflated, as wheels are: zipfile unpacks a deflated member in bounded
+    steps, while bzip2 or LZMA could unpack one read into gigabytes before its size is checked."""
+    kept = []
+    for p in paths:
+        if members[p].compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            kept.append(p)
+        else:
+            refused.append(Located(p, 1, f"not scanned: compressed with zip method {members[p].compress_type} "
+                                         "(a wheel's members are stored or deflated)"))
+    return kept

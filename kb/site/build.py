@@ -21,7 +21,7 @@ from typing import Any, Optional, TypeVar
 from markupsafe import Markup
 
 from kb.config.resolve import flag_slug, page_slug
-from kb.derived.attach import attach_derived
+from kb.derived.attach import attach_derived, over_budget
 from kb.derived.guidance import guidance
 from kb.errors import KBError
 from kb.files import compact_json
@@ -46,6 +46,7 @@ from kb.site.render import (
     templates_digest,
 )
 from kb.site.views import Summary, error_view, family_ids, live_pages, summary
+from kb.urls import site_url
 from kb.workers import worker_pool
 
 PAGE_SIZE = 120  # records per list page: keeps every list page under 50 KB
@@ -60,6 +61,10 @@ class BuildOptions:
     site_url: Optional[str] = None
     report_repo: str = "vllm-error-kb/vllm-error-kb"
     jobs: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.site_url:
+            site_url(self.site_url)  # an http(s) URL, else a usage error
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class BuildReport:
 
 def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record],
                progress: Optional[Progress] = None, history: Optional[History] = None,
-               wordings: Sequence[Wording] = ()) -> BuildReport:
+               wordings: Sequence[Wording] = (), warn: Optional[Callable[[str], None]] = None) -> BuildReport:
     """The site of `scan` (the newest release), from its merged records. With a `history`, also
     its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
     release pages."""
@@ -86,6 +91,9 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
     jobs = options.jobs if options.jobs is not None else (os.cpu_count() or 1)
     records = attach_set_by(records, scan.config, jobs)
     records = attach_derived(records, scan.config, jobs, cache_dir())
+    if warn is not None:
+        for w in over_budget(records):
+            warn(w)
     try:
         out = Output(options.output)
     except OSError as e:
