@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -60,7 +61,7 @@ def test_record_is_errlookup_compatible_and_factual(site: Path) -> None:
         "inside: decode_context_parallel_size > 1 and not self.use_mla.")
     assert r["solutions"] == [] and r["exampleFix"] is None and r["handlingStrategy"] is None
     assert r["kb"]["curated"] is False and r["analyzedSha"] == "g0123abcd"
-    import re
+
     pattern = re.compile(r["messagePattern"])
     message = ("The model's number of query heads per KV head (6) must be divisible by "
                "`--decode-context-parallel-size` (4) for GQA/MQA.")
@@ -205,7 +206,7 @@ def test_link_checker_finds_what_is_broken(tmp_path: Path) -> None:
 
 
 def test_llms_txt_and_json_ld_of_every_error_page(tmp_path: Path) -> None:
-    import re
+
 
     from entryhelpers import DCP_ENTRY, write_entries
     from kb.entries.load import load_entries
@@ -313,3 +314,15 @@ def test_a_damaged_manifest_means_a_full_build_not_a_failure(tmp_path: Path) -> 
         _, again = build_fixture(tmp_path, out=out)
         assert again.files_kept == 0 and again.files_written == first.files_written
     assert not list(tmp_path.glob(".site.building-*"))
+
+
+def test_the_home_page_names_every_class_and_pages_have_an_icon(site: Path) -> None:
+    """A newcomer's first look (#32): the home page does not claim only ValueError, and no page asks
+    the host for a missing /favicon.ico (each links the site's icon); flag counts: tests/test_sets.py."""
+    home = (site / "index.html").read_text()
+    assert "Every <code>ValueError</code>" not in home and "<code>RuntimeError</code>" in home
+    assert (site / "static/favicon.svg").read_text().startswith("<svg")
+    for page in (site / "index.html", *sorted(site.glob("errors/*/index.html"))[:3]):
+        html = page.read_text()
+        assert '<link rel="icon" href="' in html and 'static/favicon.svg"' in html, page
+    assert re.search(r'<footer class="site">.*href="(\./)?about/"', home, re.S)  # /about/ is linked from every footer

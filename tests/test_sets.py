@@ -6,6 +6,7 @@ page, the Markdown page and the API record; the pages per flag; hostile guards b
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -279,6 +280,9 @@ def test_every_flag_has_a_page_listing_the_errors_it_takes_part_in(dcp_scan: Sca
     index = build_and_read(dcp_scan, tmp_path, "flags/index.html")
     assert index.count('<li><a href="') == len({flag_slug(f) for f in dcp_scan.config.flags})  # type: ignore[union-attr]
     assert '<a href="decode-context-parallel-size/"><code>--decode-context-parallel-size</code></a>' in index
+    counts = re.findall(r'<span class="count">([^<]*)</span>', index)  # labelled: "3 flags", "1 error"
+    assert counts and all(re.fullmatch(r"\d+ (flags?|errors?)", c) for c in counts), counts
+    assert any(c.endswith(("error", "errors")) for c in counts), counts
     assert 'href="../flags/"' in build_and_read(dcp_scan, tmp_path, "browse/index.html")
     assert 'href="flags/"' in build_and_read(dcp_scan, tmp_path, "index.html")
 

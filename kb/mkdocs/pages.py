@@ -227,7 +227,7 @@ def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, titl
     live = [r for r in records if r.removed_since is None]
     curated = [r for r in live if r.curated]
     out = [f"# {title or 'Error reference'}", "",
-           f"Every `ValueError` that {md_text(info.label)} can raise, from its source: **{len(curated)} of "
+           f"The errors that {md_text(info.label)} can raise, from its source: **{len(curated)} of "
            f"{len(live)} errors curated**, with explanations and fixes checked by `kb check`.", "", "## Curated errors", ""]
     out += [f"- [{md_text(r.title)}]({r.id}.md)" for r in sorted(curated, key=lambda r: r.title.lower())] or ["None yet."]
     if include == "all":
