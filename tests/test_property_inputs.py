@@ -34,9 +34,8 @@ from kb.jobs import scan_release
 from kb.model import Record, ScanResult
 from kb.records.merge import build_records
 from kb.scan.source import SourceSpec
-from test_derive import ARG_UTILS_DERIVE, PARALLEL_DERIVE
-from test_request_check import SAMPLING
-from test_sets import dcp_tree
+from test_derive import PARALLEL_DERIVE
+from test_request_check import request_tree
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCANNED = settings(max_examples=20, deadline=None,
@@ -109,11 +108,7 @@ def hardware_of(h: dict[str, Any]) -> Optional[dict[str, Any]]:
 # --- the fixture tree: flags, configs, derived checks, SamplingParams ----------------------------------
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = dcp_tree(tmp_path_factory.mktemp("property") / "tree")
-    (root / "vllm/config/parallel.py").write_text(PARALLEL_DERIVE)
-    (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_DERIVE)
-    (root / "vllm/sampling_params.py").write_text(SAMPLING)
-    return root
+    return request_tree(tmp_path_factory.mktemp("property") / "tree")
 
 
 @pytest.fixture(scope="module")

@@ -81,13 +81,18 @@ TOP_K = "top_k must be 0 (disable), or at least 1, got {self.top_k}."
 EP = "expert parallel caps tp at 4, got {self.tensor_parallel_size}"
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = dcp_tree(tmp_path_factory.mktemp("request") / "tree")
+def request_tree(root: Path) -> Path:
+    """The DCP tree with derived launch checks and a SamplingParams: launches and requests."""
+    root = dcp_tree(root)
     (root / "vllm/config/parallel.py").write_text(PARALLEL_DERIVE)
     (root / "vllm/engine/arg_utils.py").write_text(ARG_UTILS_DERIVE)
     (root / "vllm/sampling_params.py").write_text(SAMPLING)
     return root
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return request_tree(tmp_path_factory.mktemp("request") / "tree")
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,7 @@ from kb.checks.jsonfields import MISSING as JSON_MISSING
 from kb.checks.jsonfields import converter
 from kb.checks.order import REQUEST_FILE
 from kb.config.model import Build, ConfigModel, Flag
+from kb.config.order import REQUEST_CLASS
 from kb.config.resolve import (
     _BUILTINS,
     CHECKPOINT,
@@ -77,7 +78,7 @@ from kb.scan.messages import placeholders
 LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py")
 # the request model: each request's sampling parameters are checked as it is made (`__post_init__`)
 # and when the engine takes the request (`verify`, with the model's config): its fields are `request` refs
-REQUEST_CLASS, REQUEST_ENTRIES = "SamplingParams", ("__post_init__", "verify")  # in REQUEST_FILE
+REQUEST_ENTRIES = ("__post_init__", "verify")  # the methods of REQUEST_CLASS (in REQUEST_FILE) run for every request
 ENGINE_FILE = "vllm/engine/arg_utils.py"
 MAX_DEPTH = 8  # locals, callers and build arguments followed one through another
 MAX_REFS = 32  # values one check reads
@@ -1127,6 +1128,19 @@ def _decoded(key: str) -> Any:
 def constant_value(key: str) -> Any:
     """A value of vLLM's source (kb.config.names), from its tagged JSON: ["tuple", [["const", "a"]]]."""
     return _untagged(_decoded(key))
+
+
+def constants_of(check: Derived) -> dict[str, Any]:
+    """Ref name -> the value of each of vLLM's own constants the check reads (kind `value`); one
+    that cannot be decoded is left out (its callers name it as vLLM does)."""
+    out: dict[str, Any] = {}
+    for r in check.refs:
+        if r.kind == "value":
+            try:
+                out[r.name] = constant_value(r.key)
+            except (ValueError, TypeError, KeyError, IndexError):
+                continue
+    return out
 
 
 def _untagged(tagged: Any) -> Any:

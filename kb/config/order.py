@@ -16,10 +16,11 @@ from typing import Optional
 
 from kb.config.interp import ClassRef, FunctionRef, Reader
 from kb.config.model import JSON, Build, JsonField
+from kb.config.requests import SAMPLING_CLASS, SAMPLING_MODULE
 
 ENGINE_MODULE = "vllm.engine.arg_utils"
 # the request model whose construction runs vLLM's request checks (kb/checks/derive.py REQUEST_FILE)
-REQUEST_MODULE, REQUEST_CLASS = "vllm.sampling_params", "SamplingParams"
+REQUEST_MODULE, REQUEST_CLASS = SAMPLING_MODULE, SAMPLING_CLASS
 _CONFIG = re.compile(r"[A-Z]\w*Config")
 MAX_NODES = 100_000  # syntax nodes looked at in one function
 

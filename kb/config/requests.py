@@ -17,7 +17,7 @@ from kb.config.interp import ClassRef, Frame, Reader
 from kb.config.model import JSON, RequestField
 from kb.config.values import Unknown, plain, source_text
 
-SAMPLING_MODULE = "vllm.sampling_params"
+SAMPLING_MODULE, SAMPLING_CLASS = "vllm.sampling_params", "SamplingParams"  # the request model kb checks
 REQUEST_MODELS = ("ChatCompletionRequest", "CompletionRequest")
 PROTOCOL_PREFIX = "vllm/entrypoints/"
 MAX_PROTOCOL_FILES = 60
@@ -26,9 +26,9 @@ MAX_FIELDS = 2_000
 
 def read_request_fields(reader: Reader, paths: Sequence[str]) -> list[RequestField]:
     out: list[RequestField] = []
-    sampling = _class(reader, SAMPLING_MODULE, "SamplingParams")
+    sampling = _class(reader, SAMPLING_MODULE, SAMPLING_CLASS)
     if sampling is not None:
-        out += class_fields(reader, sampling, "SamplingParams")
+        out += class_fields(reader, sampling, SAMPLING_CLASS)
     for model in REQUEST_MODELS:
         cls = _find(reader, paths, model)
         if cls is not None:

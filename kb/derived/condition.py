@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.checks.derive import Derived, constant_value
+from kb.checks.derive import Derived, constants_of
 from kb.checks.evaluate import ALL_METHODS
 from kb.config.model import ConfigModel, Flag
 from kb.config.resolve import (
@@ -199,15 +199,12 @@ def check_condition(check: Derived, model: ConfigModel) -> Condition:
     (a tuple of backends) written out."""
     by_dest = {f.dest: f for f in model.flags}
     labels: dict[str, w.Label] = {}
-    constants: dict[str, Any] = {}
+    constants = constants_of(check)
     for r in check.refs:
-        if r.kind == "value":
-            try:
-                constants[r.name] = constant_value(r.key)
-            except (ValueError, TypeError, KeyError, IndexError):
-                labels[r.name] = w.Label(r.shown.split(" (")[0], w.OTHER)
-            continue
-        labels[r.name] = _ref_label(r.kind, r.key, r.shown, by_dest)
+        if r.kind == "value" and r.name not in constants:  # a constant kb cannot decode: as vLLM names it
+            labels[r.name] = w.Label(r.shown.split(" (")[0], w.OTHER)
+        elif r.kind != "value":
+            labels[r.name] = _ref_label(r.kind, r.key, r.shown, by_dest)
     hashable = {k: v for k, v in constants.items() if _plain(v)}
     node = ast.parse(check.expr, mode="eval").body
     for name in set(constants) - set(hashable):

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.checks.derive import REQUEST_CLASS, Derived, DerivedIndex, Ref, constant_value
+from kb.checks.derive import Derived, DerivedIndex, Ref, constants_of
 from kb.checks.valid import flag_candidates
 from kb.config.model import ConfigModel, Flag, JsonField
+from kb.config.order import REQUEST_CLASS
 
 NOT_GIVEN = object()  # the input left out of the launch
 MAX_VALUES = 12
@@ -37,13 +38,7 @@ def near_constants(check: Derived) -> dict[str, list[Any]]:
     """Ref name -> the constants vLLM's condition compares it with (values of its own constant
     collections among them), in the order they appear."""
     node = ast.parse(check.expr, mode="eval").body
-    values: dict[str, Any] = {}
-    for r in check.refs:
-        if r.kind == "value":
-            try:
-                values[r.name] = constant_value(r.key)
-            except (ValueError, TypeError, KeyError, IndexError):
-                continue
+    values = constants_of(check)
     out: dict[str, list[Any]] = {}
     for n in ast.walk(node):
         if not isinstance(n, ast.Compare):

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from kb.checks.derive import PLATFORMS, Derived, DerivedIndex, Facts, constant_value, facts_of, reads_request, run
+from kb.checks.derive import PLATFORMS, Derived, DerivedIndex, Facts, constants_of, facts_of, reads_request, run
 from kb.checks.launch import ConfigFile
 from kb.checks.launch_check import check_one
 from kb.checks.predict import Outcome, Prediction
@@ -86,15 +86,10 @@ class _Search:
         self.by_dest = {f.dest: f for f in model.flags}
         probe = facts_of(model, {}, {})
         self.domains = domains(check, model, probe.key_defaults, pool)
-        self.fixed: dict[str, Any] = {}
-        self.unknown: list[str] = []
+        self.fixed: dict[str, Any] = constants_of(check)
+        self.unknown: list[str] = [r.shown for r in check.refs if r.kind == "value" and r.name not in self.fixed]
         for r in check.refs:
-            if r.kind == "value":
-                try:
-                    self.fixed[r.name] = constant_value(r.key)
-                except (ValueError, TypeError, KeyError, IndexError):
-                    self.unknown.append(r.shown)
-            elif r.kind == "platform" and r.key in PLATFORMS["cuda"]:
+            if r.kind == "platform" and r.key in PLATFORMS["cuda"]:
                 self.fixed[r.name] = PLATFORMS["cuda"][r.key]
             elif r.kind == "env" and r.key in probe.env:
                 self.fixed[r.name] = probe.env[r.key]
