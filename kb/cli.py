@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
-from kb.errors import KBError, UsageError
+from kb.errors import EXIT_FAILURE, EXIT_NOT_JUDGED, EXIT_OK, EXIT_USAGE, KBError, UsageError
 
 if TYPE_CHECKING:
     from kb.fit.launch import FitReport
@@ -67,6 +67,20 @@ def _progress(quiet: bool) -> Optional[Callable[[str, int, int], None]]:
     return show
 
 
+def _stage_lines(quiet: bool) -> Optional[Callable[[str, str, float], None]]:
+    """One line per stage when standard error is not a terminal (a CI log); a terminal gets the
+    progress display instead."""
+    if quiet or sys.stderr.isatty():
+        return None
+    from kb.stages import stage_line
+
+    def show(name: str, what: str, seconds: float) -> None:
+        _err(stage_line(name, what, seconds))
+        sys.stderr.flush()
+
+    return show
+
+
 def _scan_progress(quiet: bool) -> Optional[Callable[[int, int], None]]:
     show = _progress(quiet)
     if show is None:
@@ -116,7 +130,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                           args.releases, args.refs, args.keep_wheel)
     report = build_releases(specs, options, jobs=args.jobs, use_cache=not args.no_cache,
                             progress=_progress(args.quiet), errors=_errors(args), keep_going=args.keep_going,
-                            warn=_warn)
+                            warn=_warn, stage_log=_stage_lines(args.quiet))
     if not args.quiet:
         _err(f"{report.records} error pages ({report.pages_rendered} rendered, the rest unchanged); "
              f"{report.files_written} files written, {report.files_kept} kept; "
@@ -264,21 +278,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
     hardware = hardware_of(args)
     if args.gpu_memory_used_gib is not None:
         hardware["gpu_memory_used_gib"] = args.gpu_memory_used_gib
-    report = fit_launch(_spec(args), command, Path(args.model_config), hardware, _errors(args),
-                        use_cache=not args.no_cache)
+    report = fit_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
+                        _errors(args), use_cache=not args.no_cache)
     _write(fit_json(report, args.site_url) if args.json else fit_text(report, args.site_url))
     return 1 if report.parse_error is not None or report.errors else 0
 
 
-def _fit_too(args: argparse.Namespace, command: list[str], hardware: dict[str, Any]) -> Optional[FitReport]:
-    """kb fit's figures inside kb check, when the model's config.json and the GPU's memory are
-    given; None (and a note) when the launch cannot be sized."""
+def _fit_too(args: argparse.Namespace, command: list[str], hardware: dict[str, Any],
+             found: Optional[str] = None) -> Optional[FitReport]:
+    """kb fit's figures inside kb check, when the model's config.json (given, or `found` by kb
+    check) and the GPU's memory are known; None (and a note) when the launch cannot be sized."""
     from kb.jobs import fit_launch
 
-    if not args.model_config or hardware.get("gpu_memory_gib") is None:
+    config = args.model_config or found
+    if not config or hardware.get("gpu_memory_gib") is None:
         return None
     try:
-        return fit_launch(_spec(args), command, Path(args.model_config), hardware, _errors(args),
+        return fit_launch(_spec(args), command, Path(config), hardware, _errors(args),
                           use_cache=not args.no_cache)
     except UsageError as e:
         _err(f"note: not sized for memory: {e}")
@@ -307,7 +323,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     hardware = hardware_of(args)
     outcome = check_launch(_spec(args), command, Path(args.model_config) if args.model_config else None, hardware,
                            _errors(args), use_cache=not args.no_cache, request=args.request)
-    fit = _fit_too(args, command, hardware) if outcome.parse_error is None else None
+    found = outcome.config.path if outcome.config is not None and outcome.config.how != "given" else None
+    fit = _fit_too(args, command, hardware, found) if outcome.parse_error is None else None
     if args.json:
         _write(outcome_json(outcome, args.site_url, fit_dict(fit, args.site_url) if fit is not None else None))
     else:
@@ -318,12 +335,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not n.reason.startswith("bad input"):
             _err(f"Error: {n.record.file}:{n.record.line}: check of {n.record.id} not run: {n.reason}")
     if outcome.parse_error is not None or outcome.validation:
-        return 1  # vLLM exits reading the command line or building a config: what kb could not read comes after
+        return EXIT_FAILURE  # vLLM exits reading the command line or building a config: what kb could not read comes after
     if fit is not None and fit.errors:
-        return 1  # a memory error at startup (kb fit)
+        return EXIT_FAILURE  # a memory error at startup (kb fit)
     if not outcome.complete:
-        return 2
-    return 1 if outcome.errors else 0
+        return EXIT_USAGE
+    if outcome.errors:
+        return EXIT_FAILURE
+    return EXIT_OK if outcome.judged else EXIT_NOT_JUDGED  # no error predicted, but checks lacked inputs
 
 
 def cmd_flags(args: argparse.Namespace) -> int:
@@ -373,6 +392,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def usage_of(p: argparse.ArgumentParser, head: str, tail: str, width: int = 100) -> str:
+    """A usage line made from the parser, so that it lists every option: `head` (options written
+    by hand, such as one of two), every other option as argparse writes it (a mutually exclusive
+    group in one bracket), then `tail`; wrapped at `width` columns under "usage: "."""
+    named = set(re.findall(r"(?<![\w-])--?\w[\w-]*", head))
+    groups = {id(a): g for g in p._mutually_exclusive_groups for a in g._group_actions}
+    items: list[str] = [head]
+    done: set[int] = set()
+    for a in p._actions:
+        if not a.option_strings or isinstance(a, argparse._HelpAction) or named & set(a.option_strings) \
+                or id(a) in done:
+            continue
+        members = groups[id(a)]._group_actions if id(a) in groups else [a]
+        done |= {id(m) for m in members}
+        items.append("[" + " | ".join(m.option_strings[0] + ("" if m.nargs == 0 else f" {m.metavar or m.dest.upper()}")
+                                      for m in members) + "]")
+    lines = [""]
+    for item in [*items, tail]:
+        if lines[-1] and len("usage: ") + len(lines[-1]) + 1 + len(item) > width:
+            lines.append("")
+        lines[-1] += (" " if lines[-1] else "") + item
+    return ("\n" + " " * len("usage: ")).join(lines)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kb", description="vLLM Error KB: the error reference built from vLLM's source.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -410,7 +453,8 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--site", metavar="DIR", help="read the match index of a built site (DIR/api/match-index.json.gz)")
     x.add_argument("--index", metavar="FILE", help="read this match index")
     x.add_argument("--json", action="store_true", help="print JSON")
-    x.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    x.add_argument("--site-url", metavar="URL",
+                   help="base URL for the error pages in the output (default: $KB_SITE_URL, else site paths)")
     _release_options(x)
     x.set_defaults(func=cmd_explain)
 
@@ -419,7 +463,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10, at most 100)")
     q.add_argument("--site", metavar="DIR", help="read the indexes of a built site (DIR/api/search-index.json.gz)")
     q.add_argument("--json", action="store_true", help='print JSON: {"release", "results": [{"id", "score", "title", "url", "kind"}]}')
-    q.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
+    q.add_argument("--site-url", metavar="URL",
+                   help="base URL for the error pages in the output (default: $KB_SITE_URL, else site paths)")
     _release_options(q)
     q.set_defaults(func=cmd_search)
 
@@ -445,7 +490,9 @@ def parser() -> argparse.ArgumentParser:
                        usage="kb check [--model-config FILE_OR_DIR] [--gpu NAME] [--gpu-count N] "
                              "[--compute-capability X.Y] [--gpu-memory-gib G] [--request JSON_OR_FILE] [--json] "
                              "-- vllm serve MODEL [FLAGS...]")
-    c.add_argument("--model-config", metavar="FILE_OR_DIR", help="the model's config.json, or its folder")
+    c.add_argument("--model-config", metavar="FILE_OR_DIR",
+                   help="the model's config.json, or its folder (default: MODEL's folder, or MODEL's snapshot in the "
+                        "local Hugging Face cache at --revision; never online)")
     c.add_argument("--request", metavar="JSON_OR_FILE",
                    help="one request's sampling parameters, as SamplingParams(...) names them, e.g. "
                         "'{\"temperature\": -1}' (or a file holding the JSON object): its checks run too")
@@ -460,11 +507,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
     c.set_defaults(func=cmd_check)
 
-    f = sub.add_parser("fit", help="will it fit? vLLM's KV cache size and memory errors, predicted before launch",
-                       usage="kb fit --model-config FILE_OR_DIR (--gpu NAME | --gpu-memory-gib G) [--gpu-count N] "
-                             "[--json] -- vllm serve MODEL [FLAGS...]")
-    f.add_argument("--model-config", metavar="FILE_OR_DIR", required=True,
-                   help="the model's config.json, or its folder (the checkpoint's size is read from the files there)")
+    f = sub.add_parser("fit", help="will it fit? vLLM's KV cache size and memory errors, predicted before launch")
+    f.add_argument("--model-config", metavar="FILE_OR_DIR",
+                   help="the model's config.json, or its folder (the checkpoint's size is read from the files there); "
+                        "default: MODEL's config.json in a local folder or the Hugging Face cache")
     f.add_argument("--gpu", metavar="NAME", help="the GPU (h100, a100-80gb, l4, ...: kb/hardware.py)")
     f.add_argument("--gpu-count", type=int, metavar="N", help="GPUs on the launching node")
     f.add_argument("--compute-capability", type=float, metavar="X.Y", help="the GPU's compute capability")
@@ -475,6 +521,8 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--site-url", metavar="URL", help="base URL for the error pages in the output")
     _release_options(f)
     f.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- vllm serve MODEL ...")
+    f.usage = usage_of(f, "kb fit [--model-config FILE_OR_DIR] (--gpu NAME | --gpu-memory-gib G)",
+                       "-- vllm serve MODEL [FLAGS...]")
     f.set_defaults(func=cmd_fit)
 
     m = sub.add_parser("mcp", help="an MCP server for coding agents: search, get, explain, check, fit (offline)")
@@ -528,7 +576,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
-        if getattr(args, "site_url", None):  # build, check, fit, explain, search
+        if args.func in (cmd_explain, cmd_search):  # the links they print: --site-url, else KB_SITE_URL
+            import os
+
+            from kb.urls import printed_site_url
+
+            args.site_url = printed_site_url(args.site_url, os.environ)
+        elif getattr(args, "site_url", None):  # build, check, fit
             from kb.urls import site_url
 
             args.site_url = site_url(args.site_url)

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# Exit codes, one table (README, "Exit codes"); the CLI returns them.
+EXIT_OK = 0
+EXIT_FAILURE = 1  # a failure; `kb check`: an error predicted; `kb explain`, `kb search`: nothing found
+EXIT_USAGE = 2  # bad usage or bad input; `kb check`: a check could not be evaluated
+EXIT_NOT_JUDGED = 3  # `kb check`: no error predicted, but checks that could raise lacked inputs
+EXIT_INTERRUPTED = 130
+
 
 class KBError(Exception):
     """A failure the user can act on. `path` and `line` locate it when known."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILURE
 
     def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
         super().__init__(message)
@@ -28,7 +35,7 @@ class KBError(Exception):
 class UsageError(KBError):
     """The command line (or the MkDocs plugin's options) asks for something impossible."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class SourceError(KBError):

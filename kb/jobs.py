@@ -4,11 +4,12 @@ Each job is one function; the CLI parses arguments and calls one of them."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import replace
@@ -27,15 +28,17 @@ if TYPE_CHECKING:
     from kb.checks.derive import DerivedIndex
     from kb.checks.predict import Outcome
     from kb.config.model import ConfigModel
-    from kb.explain.match import Explanation
+    from kb.explain.match import Explanation, Matcher
     from kb.fit.launch import FitReport
     from kb.records.lint import LintReport
     from kb.records.merge import Merged, Problem
     from kb.releases.bump import Worklist
     from kb.releases.history import History
     from kb.releases.lineage import Lineage
-    from kb.search.query import Hit, Searcher
+    from kb.search.query import Hit, Searcher, SearchIndex
     from kb.site.build import BuildOptions, BuildReport
+    from kb.stages import StageLog
+    from kb.store import Place
 
 Warn = Callable[[str], None]
 PageProgress = Callable[[str, int, int], None]
@@ -232,22 +235,71 @@ def lineage_of(scan: ScanResult) -> Lineage:
 def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Optional[int] = None,
                    use_cache: bool = True, progress: Optional[PageProgress] = None,
                    errors: Optional[Path] = None, keep_going: bool = False,
-                   warn: Optional[Warn] = None) -> BuildReport:
+                   warn: Optional[Warn] = None, stage_log: Optional[StageLog] = None) -> BuildReport:
     """The site of the newest release (built beside `options.output` and swapped in at the
-    end); with several releases, the history of every error across all of them."""
+    end); with several releases, the history of every error across all of them. A site built
+    from the same inputs (kb/site/reuse.py) is kept as it is, its warnings said again (not with
+    `use_cache` off: what they were is kept in the cache). `stage_log`: told as each stage ends."""
     from kb.releases.history import build_history
+    from kb.site import reuse
     from kb.site.build import build_site
+    from kb.stages import Stages
+
+    stages = Stages(stage_log)
+    key = _input_key(specs, options, errors, keep_going) if use_cache else None
+    previous = reuse.previous(options.output, key, cache_dir(), warn is not None) if key is not None else None
+    if previous is not None and previous.report is not None:
+        for text in previous.warnings:
+            if warn is not None:
+                warn(text)
+        stages.done("site", f"unchanged since the last build (same source, entries, kb and options): "
+                            f"{previous.report.files_kept:,} files checked")
+        return previous.report
+    damaged = previous is not None and previous.damaged
+    if damaged and warn is not None:
+        warn(f"{options.output}: its files are no longer those the last build wrote: every file is made again")
+    said: list[str] = []
+
+    def noted(text: str) -> None:
+        said.append(text)
+        if warn is not None:
+            warn(text)
+
+    note = noted if warn is not None else None  # without one, no warning is worded (merge's nearest ids)
 
     scan_progress = (lambda done, total: progress("files scanned", done, total)) if progress else None
     scans = scan_releases(specs, jobs, use_cache, scan_progress)
-    if warn:
+    newest = scans[-1][1].counts
+    stages.done("scan", (f"{len(scans)} releases, {sum(r.files for _, r in scans):,} files, {newest['ids']:,} errors "
+                         "in the newest") if len(scans) > 1 else f"{newest['files']:,} files, {newest['ids']:,} errors")
+    if note is not None:
         for name, result in scans:
-            for w in result.warnings:  # files that do not parse, statements too deep to scan
-                warn(f"{w} (in {name})" if len(scans) > 1 else str(w))
+            for located in result.warnings:  # files that do not parse, statements too deep to scan
+                note(f"{located} (in {name})" if len(scans) > 1 else str(located))
     history = build_history(scans) if len(scans) > 1 else None
-    merged = curated_records(scans, errors, keep_going, warn, history)
-    return build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
-                      wordings=release_wordings(scans, history), warn=warn)
+    merged = curated_records(scans, errors, keep_going, note, history)
+    stages.done("curated entries", f"{sum(r.entry is not None for r in merged.records):,} merged, "
+                                   f"{sum(r.checked for r in merged.records):,} checks verified")
+    report = build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
+                        wordings=release_wordings(scans, history), warn=note, stages=stages, input_key=key,
+                        keep=not damaged)
+    if key is not None:
+        reuse.remember(cache_dir(), key, said if warn is not None else None, report)
+    return report
+
+
+def _input_key(specs: Sequence[SourceSpec], options: BuildOptions, errors: Optional[Path],
+               keep_going: bool) -> Optional[str]:
+    """The digest of everything the site is made from (kb/site/reuse.py); None when some input
+    cannot be read (the build then says what, where it reads it)."""
+    from kb.site.reuse import input_key
+
+    with contextlib.ExitStack() as stack:
+        trees = [stack.enter_context(open_tree(spec, cache_dir())) for spec in specs]  # a bad tree: the scan's error
+        try:
+            return input_key(trees, options, errors_folder(errors), keep_going)
+        except (OSError, KBError):
+            return None
 
 
 def release_wordings(scans: Sequence[tuple[str, ScanResult]], history: Optional[History] = None) -> \
@@ -402,22 +454,108 @@ def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache:
 
 
 def searcher_for(spec: SourceSpec, site: Optional[Path] = None, errors: Optional[Path] = None,
-                 use_cache: bool = True) -> Searcher:
+                 use_cache: bool = True, matcher: Optional[Matcher] = None) -> Searcher:
     """What `kb search` ranks with, loaded once: the release's search index and match index
-    (the cached ones, or `site`'s api/search-index.json.gz and api/match-index.json.gz)."""
+    (from its answer stores, else the cached ones, or `site`'s api/search-index.json.gz and
+    api/match-index.json.gz). `matcher`: the release's, already loaded (kb mcp keeps one)."""
     from kb.explain.match import MATCH_INDEX, Matcher, load_index
     from kb.search.query import SEARCH_INDEX, Searcher, load_search_index
 
     if site is not None:
         return Searcher(load_search_index(site / SEARCH_INDEX), Matcher(load_index(site / MATCH_INDEX)))
-    result = scan_release(spec, use_cache=use_cache)
-    path = search_index_for(spec, errors, use_cache, result=result)
+    release = _Release(spec, errors, use_cache)
+    return Searcher(_search_index(release), matcher or _matcher(release))
+
+
+def matcher_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> Matcher:
+    """What `kb explain` matches with: the release's answer store (kb/store.py: compiled once from
+    the match index, read back without a scan), else the match index compiled from a scan
+    (match_index_for), stored for the next time."""
+    return _matcher(_Release(spec, errors, use_cache))
+
+
+class _Release:
+    """One release, for one answer: its scan and its answer stores' key, each worked out once and
+    only when needed (a warm answer needs no scan)."""
+
+    def __init__(self, spec: SourceSpec, errors: Optional[Path], use_cache: bool) -> None:
+        self.spec, self.errors, self.use_cache = spec, errors, use_cache
+        self._scan: Optional[ScanResult] = None
+        self._place: Optional[tuple[Path, str]] = None
+
+    def scan(self) -> ScanResult:
+        if self._scan is None:
+            self._scan = scan_release(self.spec, use_cache=self.use_cache)
+        return self._scan
+
+    def place(self, kind: str) -> Optional[Place]:
+        """Where its answer store of `kind` is kept and the store's key; None without the cache, for
+        a tree without a wheel (a folder, a git ref) or a release not downloaded yet."""
+        from kb.store import store_key, store_path
+
+        if self._place is None and self.use_cache:
+            wheel = _wheel_of(self.spec)
+            if wheel is None:
+                return None
+            version = wheel.name.split("-")[1] if wheel.name.count("-") >= 2 else ""
+            try:
+                key = store_key(wheel, errors_folder(self.errors), self.spec.include_vendored)
+            except FileNotFoundError:  # the wheel went away: it is read (or fetched) as a tree is
+                return None
+            self._place = (store_path(cache_dir(), version if is_release_name(version) else "wheel", key), key)
+        if self._place is None:
+            return None
+        stem, key = self._place
+        return stem.parent / f"{stem.name}.{kind}", key
+
+
+def _matcher(release: _Release) -> Matcher:
+    from kb.explain.match import Matcher, load_index
+    from kb.explain.store import KIND, match_sections, stored_matcher
+    from kb.explain.tables import match_tables
+    from kb.store import load_store, save_store
+
+    stored = load_store(release.place(KIND), KIND, stored_matcher)
+    if stored is not None:
+        return stored
+    spec, errors, use_cache = release.spec, release.errors, release.use_cache
+    path = match_index_for(spec, errors, use_cache, release.scan())
     try:
-        words = load_search_index(path)
+        index = load_index(path)
+    except KBError:  # the cached copy is damaged (truncated, edited, replaced): compile it again
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as e:
+            raise KBError(f"cannot replace the damaged cached match index: {e.strerror or e}", str(path)) from None
+        index = load_index(match_index_for(spec, errors, use_cache, release.scan()))
+    tables = match_tables(index["entries"])
+    save_store(release.place(KIND), KIND, lambda: match_sections(index, tables))
+    # read back: the first answer comes the way the next ones will (unless the cache cannot be written)
+    return load_store(release.place(KIND), KIND, stored_matcher) or Matcher(index, tables)
+
+
+def _search_index(release: _Release) -> SearchIndex:
+    from kb.search.query import read_search_index, search_index_of
+    from kb.search.store import KIND, search_sections, stored_search_index
+    from kb.store import load_store, save_store
+
+    stored = load_store(release.place(KIND), KIND, stored_search_index)
+    if stored is not None:
+        return stored
+    path = search_index_for(release.spec, release.errors, release.use_cache, result=release.scan())
+    try:
+        data = read_search_index(path)
+        words = search_index_of(data, path)
     except KBError:  # a damaged cached copy: compile it again
         path.unlink(missing_ok=True)
-        words = load_search_index(search_index_for(spec, errors, use_cache, result=result))
-    return Searcher(words, Matcher(load_index(match_index_for(spec, errors, use_cache, result))))
+        path = search_index_for(release.spec, release.errors, release.use_cache, result=release.scan())
+        data = read_search_index(path)
+        words = search_index_of(data, path)
+    save_store(release.place(KIND), KIND, lambda: search_sections(data))
+    return load_store(release.place(KIND), KIND, stored_search_index) or words
 
 
 def search_words(query: str, spec: SourceSpec, limit: int = 10, site: Optional[Path] = None,
@@ -433,19 +571,7 @@ def explain_text(text: str, spec: SourceSpec, index: Optional[Path] = None, erro
 
     if index is not None:
         return explain(text, Matcher(load_index(index)))
-    path = match_index_for(spec, errors, use_cache)
-    try:
-        loaded = load_index(path)
-    except KBError:  # the cached copy is damaged (truncated, edited, replaced): compile it again
-        try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
-        except OSError as e:
-            raise KBError(f"cannot replace the damaged cached match index: {e.strerror or e}", str(path)) from None
-        loaded = load_index(match_index_for(spec, errors, use_cache))
-    return explain(text, Matcher(loaded))
+    return explain(text, matcher_for(spec, errors, use_cache))
 
 
 def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool = True) -> LintReport:
@@ -480,16 +606,24 @@ def new_entry(spec: SourceSpec, ident: str, errors: Optional[Path] = None, use_c
 
 def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] = None,
                  hardware: Optional[dict[str, object]] = None, errors: Optional[Path] = None,
-                 use_cache: bool = True, request: Optional[str] = None) -> Outcome:
+                 use_cache: bool = True, request: Optional[str] = None,
+                 env: Optional[Mapping[str, str]] = None) -> Outcome:
     """Whether vLLM's parser takes the command (kb/checks/cli_parse.py, from the scanned flags),
     its configs' field constraints, then which curated errors vLLM would raise for this launch
-    (checks with all inputs known), in vLLM's order."""
+    (checks with all inputs known), in vLLM's order. Without `config`, the model's config.json
+    is looked for on this machine (a local model folder, the Hugging Face cache under `env`,
+    os.environ by default: kb/checks/modelconfig.py), never online."""
     from kb.checks.evaluate import work_budget
     from kb.checks.launch import read_config
     from kb.checks.launch_check import check_one
+    from kb.checks.modelconfig import ConfigSource, find_config, model_of
 
     model_config = read_config(config) if config is not None else None
     records, model, derived = _check_inputs(spec, errors, use_cache)
+    source = ConfigSource("given", model_config.path) if model_config is not None else None
+    if model_config is None:
+        found, source = find_config(*model_of(argv, model), os.environ if env is None else env)
+        model_config = read_config(found) if found is not None else None
     values = None
     if request is not None:
         from kb.checks.request import read_request
@@ -498,19 +632,45 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
             raise UsageError("kb could not read this tree's request fields", "--request")
         values = read_request(request, model)
     with work_budget():  # a derived check too costly is not run, named (kb/checks/evaluate.py COMMAND_WORK)
-        return check_one(records, model, argv, model_config, hardware, derived=derived, request=values)
+        outcome = check_one(records, model, argv, model_config, hardware, derived=derived, request=values)
+    return replace(outcome, config=source)
 
 
-def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Path, hardware: dict[str, object],
-               errors: Optional[Path] = None, use_cache: bool = True) -> FitReport:
-    """Whether the launch fits the GPU, as vLLM sizes its KV cache (kb/fit/): the model's
-    config.json (and the checkpoint's size when its files sit beside it)."""
+def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path], hardware: dict[str, object],
+               errors: Optional[Path] = None, use_cache: bool = True,
+               env: Optional[Mapping[str, str]] = None) -> FitReport:
+    """Whether the launch fits the GPU, as vLLM sizes its KV cache (kb/fit/), and when it does not,
+    the smallest changes that do (kb/fit/suggest.py): the model's config.json (and the checkpoint's
+    size when its files sit beside it). Without `config`, the config.json of the model vLLM would
+    read, from a local model folder or the Hugging Face cache under `env` (os.environ by default:
+    kb/checks/modelconfig.py), never online; UsageError when there is none."""
     from kb.checks.launch import read_config
     from kb.fit.launch import checkpoint_bytes, fit_one
+    from kb.fit.suggest import fit_and_suggest
 
+    records, model, derived = _check_inputs(spec, errors, use_cache)
+    found: Optional[str] = None
+    if config is None:
+        from kb.checks.modelconfig import find_config, model_of
+
+        path, source = find_config(*model_of(argv, model), os.environ if env is None else env)
+        if path is None:
+            where = f", not in the Hugging Face cache {source.cache}" if source.cache else ""
+            raise UsageError(f"give --model-config FILE_OR_DIR: kb found no config.json of {source.model or 'the model'} "
+                             f"(not a local folder{where})")
+        config, found = path, str(path)
     model_config = read_config(config)
-    records, model, _ = _check_inputs(spec, errors, use_cache)
-    return fit_one(records, model, argv, model_config, hardware, checkpoint_bytes(Path(model_config.path).parent))
+    checkpoint = checkpoint_bytes(Path(model_config.path).parent)
+    if model is None:
+        return fit_one(records, model, argv, model_config, hardware, checkpoint)  # refused: no parser to size with
+    return replace(fit_and_suggest(records, model, derived, argv, model_config, hardware, checkpoint),
+                   config_read=found)
+
+
+def load_check_inputs(spec: SourceSpec, errors: Optional[Path] = None) -> None:
+    """Read what `kb check` and `kb fit` answer from for a release into this process (kb mcp, at
+    start), so that the first check is as fast as the next ones."""
+    _check_inputs(spec, errors, True)
 
 
 def _check_inputs(spec: SourceSpec, errors: Optional[Path], use_cache: bool
@@ -554,13 +714,19 @@ def _index_path(spec: SourceSpec, errors: Optional[Path]) -> Optional[Path]:
     without a stamp, or a release not downloaded yet."""
     from kb.checks.index import index_path
 
-    cache = cache_dir()
+    wheel = _wheel_of(spec)
+    if wheel is None:
+        return None
+    return index_path(cache_dir(), wheel, errors_folder(errors), spec.include_vendored)
+
+
+def _wheel_of(spec: SourceSpec) -> Optional[Path]:
+    """The release wheel a tree is read from: `--wheel`, or the release's in the cache (None for a
+    folder, a git ref, or a release not downloaded yet)."""
     if spec.wheel is not None:
         wheel: Optional[Path] = Path(spec.wheel)
     elif spec.vllm_version is not None and spec.source_dir is None and spec.git is None:
-        wheel = next(iter(sorted((cache / "wheels").glob(f"vllm-{spec.vllm_version}-*.whl"))), None)
+        wheel = next(iter(sorted((cache_dir() / "wheels").glob(f"vllm-{spec.vllm_version}-*.whl"))), None)
     else:
         wheel = None
-    if wheel is None or not wheel.is_file():
-        return None
-    return index_path(cache, wheel, errors_folder(errors), spec.include_vendored)
+    return wheel if wheel is not None and wheel.is_file() else None

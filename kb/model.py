@@ -20,7 +20,7 @@ class TreeInfo:
     kind: str  # "dir", "git", "wheel"
     location: str  # folder, repository URL or wheel path
     ref: str  # git ref used for links: a full sha or a release tag
-    commit: Optional[str]  # full sha (git) or vLLM's short commit id (wheel), when known
+    commit: Optional[str]  # full sha (git), or the (abbreviated) commit a wheel's version file names; None: unknown
     commit_date: Optional[str]  # ISO 8601 UTC date of the commit or the release build
     release: Optional[str]  # vLLM version, when known
     dirty: bool = False  # a git work tree with uncommitted changes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Optional
 from urllib.parse import urlsplit
 
 from kb.errors import UsageError
@@ -10,15 +12,28 @@ from kb.errors import UsageError
 _NOT_IN_URL = frozenset('<>"`{}|\\^')
 
 
-def site_url(value: str) -> str:
+SITE_URL_ENV = "KB_SITE_URL"  # the site's URL for the links `kb explain` and `kb search` print
+
+
+def site_url(value: str, where: str = "--site-url") -> str:
     """`value` without its trailing `/`, when it is an http:// or https:// URL with a host, no
     query and no fragment. A `javascript:` or `data:` URL would become every page's canonical
-    link and every printed link; a space or control character would break the lines it is in."""
+    link and every printed link; a space or control character would break the lines it is in.
+    `where`: what gave it (the option, or the environment variable), named in the error."""
     problem = _problem(value)
     if problem is not None:
         shown = value if len(value) <= 200 else value[:200] + "…"
-        raise UsageError(f"{problem} (got {shown!r})", "--site-url")
+        raise UsageError(f"{problem} (got {shown!r})", where)
     return value.rstrip("/")
+
+
+def printed_site_url(option: Optional[str], environ: Mapping[str, str]) -> Optional[str]:
+    """The base of the links a command prints: `--site-url`, else KB_SITE_URL (an empty one is
+    unset), validated; None when neither is given (the links stay paths on the site)."""
+    if option:
+        return site_url(option)
+    value = environ.get(SITE_URL_ENV, "")
+    return site_url(value, SITE_URL_ENV) if value else None
 
 
 def _problem(value: str) -> str | None:

@@ -31,6 +31,10 @@ RELEASE_CACHE = Path(os.environ.get("KB_TEST_CACHE") or platformdirs.user_cache_
 # Until a fixture sets its own, everything (collection, session fixtures) uses a throw-away cache.
 _SESSION_CACHE = tempfile.mkdtemp(prefix="kb-test-cache-")
 os.environ["KB_CACHE_DIR"] = _SESSION_CACHE
+# `kb check` reads a model's config.json from the Hugging Face cache: never the developer's
+# (a cached meta-llama model would change what the tests predict); a test that wants one builds it.
+_HF_CACHE = tempfile.mkdtemp(prefix="kb-test-hf-cache-")
+os.environ["HF_HUB_CACHE"] = _HF_CACHE
 _USER_CACHE = Path(platformdirs.user_cache_dir("kb", appauthor=False))
 
 
@@ -66,6 +70,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Fail the run if any test wrote into the user's real cache."""
     shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(_HF_CACHE, ignore_errors=True)
     if _state(_USER_CACHE) != _USER_CACHE_BEFORE:
         print(f"\nERROR: the tests changed the user's cache {_USER_CACHE}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -157,7 +157,7 @@ def test_a_removed_wording_leads_to_the_live_page_and_no_result_is_a_dead_link(t
         first = page.locator("#results li").first
         assert first.locator("a").first.get_attribute("href").endswith(f"errors/{live}/")
         assert "What it means: The KV cache gets what is left of the memory budget." in first.inner_text()
-        assert "First fix: Raise `--gpu-memory-utilization`." in first.inner_text()
+        assert "First fix: Raise --gpu-memory-utilization." in first.inner_text()  # plain text: no Markdown
         page.close()
 
 
@@ -188,8 +188,7 @@ def test_search_works_where_the_host_unpacked_the_indexes(tmp_path: Path, browse
     import gzip
 
     site, _ = build_fixture(tmp_path)
-    for name in ("match-index.json.gz", "search-index.json.gz"):
-        path = site / "api" / name
+    for path in sorted((site / "api").rglob("*.json.gz")):  # the match index, the word index's pieces
         path.write_bytes(gzip.decompress(path.read_bytes()))
     with serving(site) as url:
         assert_search_page_works(url, browser)
@@ -206,7 +205,11 @@ def test_a_browser_that_cannot_unpack_gzip_is_told_so(base_url: str, browser) ->
 
 
 
-def test_a_word_index_that_failed_to_load_is_fetched_again(base_url: str, browser) -> None:
+@pytest.mark.parametrize("piece", ["head", "bucket"])
+def test_a_word_index_that_failed_to_load_is_fetched_again(base_url: str, browser, piece: str) -> None:
+    """The word index's head (fetched as the page loads) or the piece a query needs failed to
+    load: the page says so, and the next search fetches it again (a piece fetched while the words
+    were typed is fetched again by the search)."""
     page = browser.new_page()
     failures = []
 
@@ -217,12 +220,24 @@ def test_a_word_index_that_failed_to_load_is_fetched_again(base_url: str, browse
         else:
             route.continue_()
 
-    page.route("**/api/search-index.json.gz", once)
+    page.route("**/api/search-words.json.gz" if piece == "head" else "**/api/search-words/*.json.gz", once)
     page.goto(base_url + "/search/")
-    page.wait_for_function("window.kbSearch !== undefined")
-    with pytest.raises(Exception, match="Failed to fetch"):
-        page.evaluate("(q) => window.kbSearch(q, 3)", "tensor parallel size")
-    assert failures and page.evaluate("(q) => window.kbSearch(q, 3)", "tensor parallel size")
+    page.wait_for_function("document.getElementById('status').textContent === ''")  # the match index is in
+    if piece == "head":
+        page.fill("textarea#q", "tensor parallel size")
+    else:  # not typed: the search is the first to fetch the query's piece
+        page.evaluate("document.getElementById('q').value = 'tensor parallel size'")
+    told = []
+    for _ in range(2):  # the head may fail before the search starts (then that search fetches it again)
+        page.click("button[type=submit]")
+        page.wait_for_function("(s => s.startsWith('Could not') || s.includes('ranked by these words'))"
+                               "(document.getElementById('status').textContent)")
+        if "ranked" in page.locator("#status").inner_text():
+            break
+        told.append(page.locator("#status").inner_text())
+    assert "Total number of attention heads" in page.locator("#results").inner_text() and len(failures) == 1
+    assert told == (["Could not load the word index (Failed to fetch)."] if piece == "bucket" else told[:1])
+    assert page.evaluate("(q) => window.kbSearch(q, 3)", "tensor parallel size")
     page.close()
 
 
@@ -236,7 +251,6 @@ def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> N
     """The index is built with kb's stemmer and read by lunr.js's: they agree on every word of
     the fixture's index and on the words lunr.py's own stemmer gets wrong; scores are rounded
     alike (a half goes up)."""
-    import json
     import random
     import urllib.request
 
@@ -262,7 +276,6 @@ def test_the_index_stems_and_rounds_as_lunr_js_does(base_url: str, browser) -> N
 def test_the_search_box_ranks_words_as_kb_search_does(base_url: str, browser) -> None:
     """The same queries through the site's lunr.js and `kb search` (lunr.py) over the same
     index: the same ids, in the same order, with the same scores; and the page lists them so."""
-    import json
     import urllib.request
 
     from kb.search.query import SearchIndex
@@ -284,6 +297,93 @@ def test_the_search_box_ranks_words_as_kb_search_does(base_url: str, browser) ->
     expected = [f"../errors/{h.id}/" for h in python.words("kv heads divisible", 20)]
     assert shown == expected
     page.close()
+
+
+def test_the_word_index_in_pieces_ranks_as_the_whole_one(tmp_path: Path, browser, monkeypatch) -> None:
+    """With the word index in many pieces, a query fetches the pieces of its terms only, and the
+    page ranks over them as `kb search` over the whole index."""
+    import kb.search.shards
+    from kb.search.query import SearchIndex
+
+    monkeypatch.setattr(kb.search.shards, "BUCKET_CHARS", 40)
+    site, _ = build_fixture(tmp_path)
+    pieces = list((site / "api" / "search-words").iterdir())
+    assert len(pieces) > 20
+    python = SearchIndex(unpacked_json((site / "api" / "search-index.json.gz").read_bytes()))
+    with serving(site) as url:
+        page = browser.new_page()
+        fetched: list[str] = []
+        page.on("request", lambda r: fetched.append(r.url) if "/search-words/" in r.url else None)
+        page.goto(url + "/search/")
+        page.wait_for_function("window.kbSearch !== undefined")
+        assert page.evaluate("(q) => window.kbSearch(q, 10)", "tensor parallel size")
+        assert 0 < len(fetched) < len(pieces) / 2
+        # typed words fetch their pieces as they are typed: the search then fetches none
+        before = len(fetched)
+        page.fill("textarea#q", "kv heads divisible")
+        page.wait_for_load_state("networkidle")
+        typed = len(fetched)
+        page.click("button[type=submit]")
+        page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')")
+        assert typed > before and len(fetched) == typed
+        for query in WORD_QUERIES:
+            site_hits = page.evaluate("(q) => window.kbSearch(q, 10)", query)
+            assert site_hits == [{"id": h.id, "score": h.score, "title": h.title} for h in python.words(query, 10)], query
+        page.close()
+
+
+def test_enter_searches_and_shift_enter_starts_a_line(base_url: str, browser) -> None:
+    page = browser.new_page()
+    page.goto(base_url + "/search/")
+    page.wait_for_function("document.getElementById('status').textContent === ''")
+    page.click("textarea#q")
+    page.keyboard.type("tensor parallel")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("size")
+    assert page.input_value("textarea#q") == "tensor parallel\nsize" and page.locator("#results li").count() == 0
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('status').textContent.includes('ranked by these words')",
+                           timeout=10000)
+    assert page.input_value("textarea#q") == "tensor parallel\nsize"  # Enter added no line
+    assert "Total number of attention heads" in page.locator("#results").inner_text()
+    assert page.url.endswith("?q=tensor+parallel%0Asize")
+    page.close()
+
+
+def test_a_result_says_what_it_means_in_plain_text_cut_at_a_sentence(tmp_path: Path, browser) -> None:
+    """The list renders no Markdown: the meaning's preview is its plain text, cut after a whole
+    sentence with "…" (kb/entries/plain.py), with no backtick or quote left open; the first fix is
+    plain text too (code, emphasis and links are their text)."""
+    from dataclasses import replace
+
+    from kb.model import Entry
+    from kb.records.merge import build_records
+    from kb.site.build import BuildOptions, build_site
+    from sitehelpers import fixture_scan
+    from test_preview import MEANING
+
+    result = fixture_scan(tmp_path / "tree")
+    fix = "Remove the cache: `rm -rf ~/.cache/vllm/torch_compile_cache` (**once**, see [the docs](https://docs.vllm.ai/))."
+    records = [replace(r, entry=Entry(r.id, "errors/dcp.yaml", MEANING, solutions=(fix,)))
+               if r.id == DCP else r for r in build_records(result)]
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), records)
+    with serving(tmp_path / "site") as url:
+        for width in (1100, 390):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(url + "/search/")
+            page.fill("textarea#q", "prefix noise " + FILLED + " and more noise")
+            page.click("button[type=submit]")
+            meaning = page.locator("#results li .meaning").first
+            meaning.wait_for(timeout=15000)
+            assert meaning.inner_text() == (
+                "What it means: With the default compilation mode (VLLM_COMPILE) vLLM compiles the model's graph "
+                "pieces with torch.compile/Inductor on first start and stores the results under "
+                "$VLLM_CACHE_ROOT/torch_compile_cache (~/.cache/vllm/torch_compile_cache by default), so later "
+                "starts can reuse them. …")
+            assert page.locator("#results li .fix").first.inner_text() == (
+                "First fix: Remove the cache: rm -rf ~/.cache/vllm/torch_compile_cache (once, see the docs).")
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            page.close()
 
 
 def test_dark_theme_and_phone_width(base_url: str, browser) -> None:
@@ -396,7 +496,6 @@ def lookup_url(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _agree(url: str, browser, texts: list[str]) -> None:
-    import json
     import urllib.request
 
     from kb.explain.match import Matcher, explain
@@ -485,8 +584,8 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
     from kb.fit.memory import GIB, FitInput, compute
     from kb.fit.shape import shape_of
     from kb.hardware import gpu
-    from kb.scan.source import SourceSpec
     from kb.jobs import scan_release
+    from kb.scan.source import SourceSpec
 
     url, tree = memory_url
     scan = scan_release(SourceSpec(source_dir=str(tree)), use_cache=False)
@@ -504,7 +603,8 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
     gemma2 = {**llama, "model_type": "gemma2", "num_hidden_layers": 46, "num_key_value_heads": 16, "head_dim": 128,
               "hidden_size": 4608, "intermediate_size": 36864, "vocab_size": 256000, "sliding_window": 4096}
     for config, card, length, tp in ((reference, "h100", 131072, 1), (llama, "h100", 8192, 1), (llama, "l4", 8192, 1),
-                                     (gemma2, "a100-80gb", 8192, 2), (reference, "b200", 65536, 4)):
+                                     (gemma2, "a100-80gb", 8192, 2), (reference, "b200", 65536, 4),
+                                     (reference, "l4", 8192, 1)):  # the weights do not load: that failure only
         g = gpu(card)
         assert g is not None
         page.fill("#fit textarea[name=config]", json.dumps(config))
@@ -574,7 +674,7 @@ def test_a_slug_url_on_a_static_host_lands_on_its_page(tmp_path: Path, browser) 
         # a path naming another host before /errors/ is not a root to fetch from or go to
         for path in ["//127.0.0.1:9/errors/x-y/", "/\\127.0.0.1:9/errors/x-y/"]:
             requests: list[str] = []
-            page.on("request", lambda r: requests.append(r.url))
+            page.on("request", lambda r, seen=requests: seen.append(r.url))
             page.goto(host.url.rsplit("/kb", 1)[0] + path)
             page.wait_for_timeout(300)
             assert not any(urlsplit(u).port == 9 for u in requests), requests  # nothing went to the other host

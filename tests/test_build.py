@@ -60,7 +60,7 @@ def test_record_is_errlookup_compatible_and_factual(site: Path) -> None:
         "Raised in ModelConfig.verify_with_parallel_config when num_q_per_kv % decode_context_parallel_size != 0, "
         "inside: decode_context_parallel_size > 1 and not self.use_mla.")
     assert r["solutions"] == [] and r["exampleFix"] is None and r["handlingStrategy"] is None
-    assert r["kb"]["curated"] is False and r["analyzedSha"] == "g0123abcd"
+    assert r["kb"]["curated"] is False and r["analyzedSha"] == "0123abcd"
 
     pattern = re.compile(r["messagePattern"])
     message = ("The model's number of query heads per KV head (6) must be divisible by "

@@ -69,13 +69,17 @@ def test_skipped_checks_and_ignored_flags(capsys, tree: Path, entries: Path, tmp
     # with DCP 1 the DCP checks decide clean without the model's heads (an input matters only where
     # the condition reaches it); with DCP 2 they need them
     assert main(["check", "--source", str(tree), "--errors", str(entries), "--", "vllm", "serve", "m", "-tp", "16"]) == 0
-    assert "skipped for missing inputs" not in capsys.readouterr().out
+    assert "Not judged" not in capsys.readouterr().out
     code = main(["check", "--source", str(tree), "--errors", str(entries), "--", "vllm", "serve", "m", "-tp", "16",
                  "-dcp", "2", "--gpu-memory-utilization", "0.8", "--trust-remote-code", "--foo-bar", "7"])
     out = capsys.readouterr().out
-    assert code == 0
-    assert "2 check(s) skipped for missing inputs:" in out
-    assert f"needs num_attention_heads, num_key_value_heads, kv_lora_rank: {DCP_ID}" in out
+    assert code == 3  # no error predicted, but not judged: two checks lack the model's config.json
+    assert out.startswith("Not judged: 2 checks that could raise an error for this launch did not run")
+    assert "No error predicted" not in out
+    assert ("  2 need the model's config.json: pass --model-config FILE_OR_DIR (or download the model so kb finds it "
+            "in the Hugging Face cache)") in out
+    assert (f"  {DCP_ID}  The model's number of query heads per KV head ({{num_q_per_kv}}) must be divisible by…  "
+            "(needs num_attention_heads, num_key_value_heads, kv_lora_rank)") in out
     assert "Flags no check reads (ignored): --trust-remote-code --foo-bar" in out
 
 

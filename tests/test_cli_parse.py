@@ -84,7 +84,9 @@ def test_kb_check_prints_the_parsers_error_first_and_exits_1(flags: ConfigModel,
         "    vllm serve: error: argument --runner: invalid choice: 'fast' (choose from 'auto', 'generate', 'pooling')"]
     code = main(["check", "--source", str(root), "--no-cache", "--json", "--", "vllm", "serve", "m", "-tp", "2"])
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and doc["parseError"] is None and doc["predicted"] == []
+    assert doc["parseError"] is None and doc["predicted"] == []
+    # -tp 2 without the model's config.json: the heads check is not judged, which is no all-clear
+    assert code == 3 and doc["judged"] is False and "num_attention_heads" in doc["skipped"][0]["missing"]
     main(["check", "--source", str(root), "--no-cache", "--json", "--", "vllm", "serve", "m", "--bogus"])
     assert json.loads(capsys.readouterr().out)["parseError"] == {
         "stage": "argparse", "message": "vllm serve: error: unrecognized arguments: --bogus", "option": None,

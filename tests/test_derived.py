@@ -200,6 +200,7 @@ def test_the_api_record_carries_the_derived_guidance_and_says_which_fields(tree:
 
 
 def test_one_answer_for_the_page_the_lookup_the_markdown_page_and_the_mcp_record(tree: ScanResult) -> None:
+    from kb.entries.plain import preview
     from kb.mkdocs.pages import error_markdown
 
     records = attach_derived(build_records(tree), tree.config)
@@ -207,7 +208,7 @@ def test_one_answer_for_the_page_the_lookup_the_markdown_page_and_the_mcp_record
     g = guidance(ep)
     index = match_index(records, None)
     entry = next(e for e in index["entries"] if e["id"] == ep.id)
-    assert entry["meaning"] == g.meaning and entry["solution"] == g.first_fix and entry["derived"] is True
+    assert entry["meaning"] == preview(g.meaning) and entry["solution"] == g.first_fix and entry["derived"] is True
     info = SiteInfo(tree.tree)
     assert api_record(ep, info)["documentation"] == f"{g.meaning} {g.inputs}"
     md = error_markdown(error_view(ep, info, []), info, {}, "")

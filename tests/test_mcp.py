@@ -76,6 +76,8 @@ def test_the_mcp_tools_answer_as_the_cli_does(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     assert record["record"] == json.loads((tmp_path / "site" / "api" / "errors" / DCP).read_text())
     cli = cli_json("check", "--source", str(tree), "--model-config", str(config), "--", *command.split())
+    assert cli["configJson"]["source"] == "given"  # the tool names its config_json argument, not its temporary file
+    assert checked.pop("configJson") == {**cli.pop("configJson"), "path": "config_json"}
     assert checked.pop("release") == release and checked == cli
     assert fitted[0] == "isError" and fitted[1].startswith("fit: ") and "parser" in fitted[1]  # the tree has none
     assert releases["release"] == release and release in releases["releases"]

@@ -64,7 +64,7 @@ def test_quality_figures(scan_0_33) -> None:
     assert c["parse_warnings"] == 0
     assert c["unresolved_templates"] <= 0.01 * c["sites"]
     assert c["excluded_files"] > 0
-    assert scan_0_33.tree.release == "0.33.0" and scan_0_33.tree.commit == "g4ba787ec9"
+    assert scan_0_33.tree.release == "0.33.0" and scan_0_33.tree.commit == "4ba787ec9"  # vllm/_version.py: g4ba787ec9
     assert scan_0_33.tree.ref == "v0.33.0"
 
 

@@ -177,7 +177,8 @@ def run_check(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("request_text, exit_code, said", [
     ('{"temperature": -1}', 1, "temperature must be non-negative, got -1"),
-    ('{"temperature": 0.7}', 0, "No error predicted"),
+    # the request passes; the launch gives no config.json, so the heads check is not judged (exit 3)
+    ('{"temperature": 0.7}', 3, "The other checks predict no error; that is not an all-clear."),
     ('{"temprature": 0.7}', 2, '--request: "temprature" is not a field of SamplingParams'),
     ("[1, 2]", 2, "--request: must be a JSON object of sampling parameters"),
     ('{"temperature": ', 2, "--request: not JSON"),

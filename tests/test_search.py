@@ -125,3 +125,63 @@ def test_an_older_wording_of_a_removed_error_gives_way_to_an_equal_one_with_a_pa
     assert _with_page(Found(1, "m", removed, (weaker, still))) == (still, "c" * 16)
     assert _with_page(Found(1, "m", removed, (weaker,))) == (removed, "")  # no equal one: no page
     assert _with_page(Found(1, "m", weaker, (still,))) == (weaker, "d" * 16)
+
+
+def _records(tmp_path: Path):
+    from kb.records.merge import build_records
+    from sitehelpers import fixture_scan
+
+    return build_records(fixture_scan(tmp_path / "tree"))
+
+
+def test_the_word_index_in_pieces_holds_every_term_once_with_its_weights(site: Path, monkeypatch,
+                                                                         tmp_path: Path) -> None:
+    """The site's search box reads the index in pieces (kb/search/shards.py): a head and buckets of
+    consecutive terms, each term with its postings and its weight in each document's field vector."""
+    import gzip
+
+    import kb.search.shards
+    from kb.search.shards import WORDS_HEAD, word_shards
+
+    data = index_json(site, "search-index")
+    monkeypatch.setattr(kb.search.shards, "BUCKET_CHARS", 40)
+    records = _records(tmp_path)
+    files = dict(word_shards(data, records))
+    assert files == dict(word_shards(data, records))  # deterministic
+    head = json.loads(gzip.decompress(files[WORDS_HEAD]))
+    assert head["docs"] == [d[0] for d in data["docs"]] and head["fields"] == data["index"]["fields"]
+    assert head["settings"] == data["settings"] and head["pipeline"] == ["stemmer"] and len(head["buckets"]) > 10
+    firsts = [b[0] for b in head["buckets"]]
+    assert firsts[0] == "" and firsts == sorted(firsts)
+    rows = [row for _, name in head["buckets"] for row in json.loads(gzip.decompress(files["api/" + name]))["terms"]]
+    assert [r[0] for r in rows] == [t for t, _ in data["index"]["invertedIndex"]]  # each term once, in order
+    vectors = {ref: dict(zip(v[0::2], v[1::2])) for ref, v in data["index"]["fieldVectors"]}
+    postings = dict(data["index"]["invertedIndex"])
+    for term, n, *by_field in rows:
+        assert n == postings[term]["_index"]
+        for field, flat in zip(head["fields"], by_field):
+            assert flat[0::2] == sorted(int(d) for d in postings[term][field])
+            assert flat[1::2] == [vectors[f"{field}/{d}"][n] for d in flat[0::2]]
+    titles = json.loads(gzip.decompress(files["api/" + head["titles"]]))["titles"]
+    assert titles == [d[1] for d in data["docs"]]
+    assert (site / WORDS_HEAD).is_file() and all(name.startswith("api/search-words") for name in files)
+
+
+def test_the_word_index_says_what_a_result_shows_as_the_match_index_does(site: Path) -> None:
+    """The search box lists ranked words before the match index is in (six times the bytes): the
+    word index's pieces carry what a result's line shows of each error (title, class, file, line,
+    curated), the same as the match index's entry that replaces it once the lookup has answered."""
+    import gzip
+
+    from kb.search.shards import WORDS_HEAD
+
+    head = json.loads(gzip.decompress((site / WORDS_HEAD).read_bytes()))
+    piece = json.loads(gzip.decompress((site / "api" / head["titles"]).read_bytes()))
+    live = {}
+    for e in index_json(site, "match-index")["entries"]:
+        if not e.get("older") and not e.get("part"):
+            live.setdefault(e["id"], e)
+    shown = [{"title": t, "cls": w[0], "file": piece["files"][w[1]], "line": w[2], "curated": w[3] == 1}
+             for t, w in zip(piece["titles"], piece["where"], strict=True)]
+    assert shown == [{k: live[i][k] for k in ("title", "cls", "file", "line", "curated")} for i in head["docs"]]
+    assert piece["files"] == sorted(set(piece["files"])) and len(piece["files"]) < len(shown)

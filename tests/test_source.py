@@ -24,7 +24,7 @@ def test_plain_folder(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "t", tree_files("0.3.0"))
     with from_dir(root, include_vendored=False) as t:
         assert (t.info.kind, t.info.ref, t.info.commit, t.info.release, t.info.commit_date) == (
-            "dir", "v0.3.0", "g0123abcd", "0.3.0", None)
+            "dir", "v0.3.0", "0123abcd", "0.3.0", None)  # setuptools-scm's node g0123abcd
         assert "vllm/third_party/vendored.py" not in t.paths and t.excluded == 1
         assert "setup.py" not in t.paths
         assert t.paths == sorted(t.paths)
@@ -86,7 +86,7 @@ def test_git_missing_ref_and_missing_repo(fixture_repo: Path, tmp_path: Path) ->
 def test_wheel(fixture_wheel: Path) -> None:
     with from_wheel(fixture_wheel, include_vendored=False) as t:
         assert (t.info.kind, t.info.ref, t.info.commit, t.info.release, t.info.commit_date) == (
-            "wheel", "v0.1.0", "g0123abcd", "0.1.0", "2026-03-04T05:06:08Z")
+            "wheel", "v0.1.0", "0123abcd", "0.1.0", "2026-03-04T05:06:08Z")
         assert t.excluded == 1
         assert dcp_line(t) == 23
 

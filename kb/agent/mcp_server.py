@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import inspect
 import json
 import re
@@ -49,18 +50,50 @@ class Releases:
     def __init__(self, spec: SourceSpec, errors: Optional[Path]) -> None:
         self.spec, self.errors = spec, errors
         self.records: dict[str, tuple[Any, Any]] = {}
+        self.matchers: dict[str, Any] = {}
         self.searchers: dict[str, Any] = {}
         self.loading = threading.Lock()  # calls run on threads of their own: a release is loaded once
 
-    def searcher(self, spec: SourceSpec) -> Any:
-        """The release's ranked search (kb search's), loaded once."""
-        from kb.jobs import searcher_for
+    def matcher(self, spec: SourceSpec) -> Any:
+        """The release's matcher (kb explain's, from its answer store), loaded once."""
+        from kb.jobs import matcher_for
 
         key = self.label(spec)
         with self.loading:
+            if key not in self.matchers:
+                self.matchers[key] = matcher_for(spec, errors=self.errors)
+        return self.matchers[key]
+
+    def searcher(self, spec: SourceSpec) -> Any:
+        """The release's ranked search (kb search's), loaded once, with the release's matcher."""
+        from kb.jobs import searcher_for
+
+        key = self.label(spec)
+        matcher = self.matcher(spec)
+        with self.loading:
             if key not in self.searchers:
-                self.searchers[key] = searcher_for(spec, errors=self.errors)
+                self.searchers[key] = searcher_for(spec, errors=self.errors, matcher=matcher)
         return self.searchers[key]
+
+    def preload(self) -> None:
+        """What the release the server was started with answers from (the answer stores, kb check's
+        index), loaded before the first call asks: on a thread of its own at start, and only from
+        this machine (a folder, a wheel, a release wheel in the cache). A failure is left to the
+        call that meets it to report."""
+        from kb.jobs import load_check_inputs
+        from kb.paths import cache_dir
+
+        spec = self.spec
+        if spec.vllm_version and not any((cache_dir() / "wheels").glob(f"vllm-{spec.vllm_version}-*.whl")):
+            return
+        if spec.git is not None:
+            return
+        with contextlib.suppress(Exception):
+            self.searcher(spec).search("vllm error", 1)  # a first search reads what every search needs
+        with contextlib.suppress(Exception):
+            load_check_inputs(spec, self.errors)
+        gc.collect()
+        gc.freeze()  # what was loaded stays: a full collection no longer walks it in the middle of a call
 
     def label(self, spec: SourceSpec) -> str:
         return spec.vllm_version or spec.wheel or spec.source_dir or spec.git or "?"
@@ -178,11 +211,11 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
     def explain(text: str, release: Optional[str] = None) -> dict[str, Any]:
         """What `kb explain --json` says of an error text or a log: the vLLM error it is, the values
         in it, its meaning and fixes."""
+        from kb.explain.match import explain as explained
         from kb.explain.output import explanation_json
-        from kb.jobs import explain_text
 
         spec = releases.spec_for(release)
-        ex = explain_text(text, spec, errors=releases.errors)
+        ex = explained(text, releases.matcher(spec))
         return _answer(releases.label(spec), json.loads(explanation_json(ex)))
 
     def search_errors(query: str, release: Optional[str] = None, limit: int = 10) -> dict[str, Any]:
@@ -225,6 +258,8 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
             body = json.loads(outcome_json(out))
             if config is not None:
                 body["problems"] = [renamed(p, config) for p in body.get("problems", [])]
+                if body.get("configJson"):  # the temporary file is the tool's argument
+                    body["configJson"]["path"] = "config_json"
         return _answer(releases.label(spec), body)
 
     def fit(command: str, config_json: dict[str, Any], hardware: dict[str, Any],
@@ -301,7 +336,9 @@ def server(spec: SourceSpec, errors: Optional[Path], calls: Calls) -> Server[Any
     own checks and messages (the SDK's MCPServer would answer a bad argument with its own text)."""
     from kb.agent.arguments import input_schema
 
-    table = tools(Releases(spec, errors))
+    releases = Releases(spec, errors)
+    table = tools(releases)
+    threading.Thread(target=releases.preload, name="kb mcp preload", daemon=True).start()
     listed = [Tool(name=name, description=inspect.getdoc(fn) or "", input_schema=input_schema(fn))
               for name, fn in table.items()]
 

@@ -1210,27 +1210,56 @@ def fill(check: Derived, template: str, values: Mapping[str, Any]) -> str:
 def facts_of(model: ConfigModel, parsed: Mapping[str, Any], config: Mapping[str, Any],
              env: Optional[Mapping[str, Any]] = None, platform: str = "cuda",
              hardware: Optional[Hardware] = None, request: Optional[Mapping[str, Any]] = None) -> Facts:
+    model_facts = _model_facts(model)
+    defaults = dict(model_facts.defaults)
+    env_values = dict(model_facts.env)
+    env_values.update(env or {})
+    computed = compute(model, parsed, defaults, config, hardware or Hardware())
+    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), model_facts.keys,
+                 model_facts.types, computed, request, model_facts.request_defaults)
+
+
+@dataclass(frozen=True)
+class _ModelFacts:
+    """What every launch's facts take from the flag model alone (the same for each launch)."""
+
+    defaults: Mapping[str, Any]
+    env: Mapping[str, Any]
+    keys: Mapping[str, Any]
+    types: Mapping[str, Callable[[Any], Any]]
+    request_defaults: Mapping[str, Any]
+
+
+# the last flag model's (the model is kept, so that its id stays its own): a fix search runs
+# thousands of launches against one model
+_LAST_MODEL: list[tuple[ConfigModel, _ModelFacts]] = []
+
+
+def _model_facts(model: ConfigModel) -> _ModelFacts:
+    for known, found in _LAST_MODEL:
+        if known is model:
+            return found
     defaults: dict[str, Any] = {f.dest: f.default for f in model.flags if f.default_known and f.default_exact}
     for f in model.flags:  # a config instance by default (`FaultToleranceConfig(...)`): not None, not a dict
         if f.parses_into and f.dest not in defaults and isinstance(f.default, str) and \
                 f.default.startswith(f.parses_into + "("):
             defaults[f.dest] = Instance(f.parses_into)
     env_values = {e.name: e.default for e in model.env if e.default_known and e.default_exact}
-    env_values.update(env or {})
     by_class: dict[str, list[str]] = {}
     names = {c.replace("_", "").lower(): c for c, _, _ in model.class_defaults}
     for f in model.flags:
         cls = f.parses_into or (names.get(f.dest.replace("_", "").lower()) if f.dest.endswith("_config") else None)
         if cls:
             by_class.setdefault(cls, []).append(f.dest)
+    parsed_into = {f.parses_into for f in model.flags}  # once, not once per class default
     keys = {f"{dest}.{name}": value for cls, name, value in model.class_defaults for dest in by_class.get(cls, [])
-            if cls in {f.parses_into for f in model.flags}}
+            if cls in parsed_into}
     types = {f"{dest}.{j.name}": converter(j) for j in model.json_fields for dest in by_class.get(j.config_class, [])}
-    computed = compute(model, parsed, defaults, config, hardware or Hardware())
     request_defaults = {f.name: f.default for f in model.request_fields
                         if f.model == REQUEST_CLASS and f.default_known and f.default_exact and not f.required}
-    return Facts(parsed, defaults, config, env_values, PLATFORMS.get(platform, {}), keys, types, computed,
-                 request, request_defaults)
+    found = _ModelFacts(defaults, env_values, keys, types, request_defaults)
+    _LAST_MODEL[:] = [(model, found)]
+    return found
 
 
 def reads_request(check: Derived) -> bool:

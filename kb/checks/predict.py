@@ -11,6 +11,7 @@ from typing import Any, Optional
 from kb.checks.cli_parse import ParseError
 from kb.checks.evaluate import evaluate, parse, substitute
 from kb.checks.launch import Launch
+from kb.checks.modelconfig import ConfigSource
 from kb.checks.order import ValidationFailure, position
 from kb.errors import ExprError, MissingInput
 from kb.model import Check, RaiseSite, Record
@@ -57,6 +58,7 @@ class Outcome:
     build_order: tuple[tuple[str, int], ...] = ()  # of the release (kb.config.order): sorts what comes first
     valid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # id -> flag -> values passing every check
     unknown: tuple[Skipped, ...] = ()  # derived checks the launch does not give the inputs of (kb/checks/derive.py)
+    config: Optional[ConfigSource] = None  # which config.json was read, or where kb looked (kb check)
 
     @property
     def errors(self) -> int:
@@ -69,6 +71,11 @@ class Outcome:
             ((v.built_at, 0, "", 0), v) for v in self.validation]
         events += [(position(p.record, order), p) for p in self.predicted]
         return [e for _, e in sorted(events, key=lambda e: e[0])]
+
+    @property
+    def judged(self) -> bool:
+        """No check that could raise was left undecided for an input the launch does not give."""
+        return not self.skipped
 
     @property
     def complete(self) -> bool:

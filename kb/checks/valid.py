@@ -7,19 +7,18 @@ the flag, within the flag's pydantic constraints."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kb.checks.derive import DerivedIndex, Facts, run
+from kb.checks.candidates import MAX_CANDIDATES
+from kb.checks.candidates import flag_candidates as flag_candidates  # kept importable from here
+from kb.checks.derive import Derived, DerivedIndex, Facts, run
 from kb.checks.launch import Launch
 from kb.checks.predict import Outcome, predict
 from kb.checks.vocab import INPUTS
-from kb.config.model import ConfigModel, Flag
+from kb.config.model import ConfigModel
 from kb.model import Record
-
-MAX_CANDIDATES = 64
 
 
 def candidates(name: str, launch: Launch) -> list[Any]:
@@ -59,27 +58,6 @@ def valid_values(records: Sequence[Record], outcome: Outcome, record: Record) ->
     return out
 
 
-def flag_candidates(flag: Flag, given: Mapping[str, Any]) -> list[Any]:
-    """The values worth trying for a flag: its choices; for a count, 1 to 16, the powers of two to
-    1024 and the divisors of the other counts given, within its pydantic constraints; none for a
-    switch (turning a feature off is a fix, not a value)."""
-    if flag.choices:
-        return [c for c in flag.choices if isinstance(c, (str, int, float, bool))][:MAX_CANDIDATES]
-    if (flag.value_type or flag.type) != "int" or flag.action != "store":  # a switch turns a feature off: not a value
-        return []
-    found = set(range(1, 17)) | {2**k for k in range(11)}
-    for value in given.values():
-        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
-            found |= {d for d in range(1, value + 1) if value % d == 0}
-    limits = dict(flag.constraints)
-    low = limits.get("ge", limits.get("gt", 0))
-    high = limits.get("le", limits.get("lt", math.inf))
-    ok = [v for v in sorted(found) if isinstance(low, (int, float)) and isinstance(high, (int, float))
-          and (v >= low if "ge" in limits or "gt" not in limits else v > low)
-          and (v <= high if "le" in limits or "lt" not in limits else v < high)]
-    return ok[:MAX_CANDIDATES]
-
-
 def derived_valid_values(model: ConfigModel, index: DerivedIndex, facts: Facts, record_id: str,
                          templates: Mapping[str, str]) -> dict[str, list[Any]]:
     """Flag -> the values with which no derived check reading the flag raises, for the flags the
@@ -92,14 +70,18 @@ def derived_valid_values(model: ConfigModel, index: DerivedIndex, facts: Facts, 
         if flag is None:
             continue
         reading = [c for c in index.checks if any(r.key == dest and r.kind in ("flag", "flag-given") for r in c.refs)]
-        good = []
-        for value in flag_candidates(flag, facts.flags):
-            trial = replace(facts, flags={**facts.flags, dest: value})
-            verdicts = [(c.record_id == record_id, run(c, trial, templates.get(c.record_id, "")).raises)
-                        for c in reading]
-            # its own checks decided clean; no other check reading the flag raises
-            if all(v is False for mine, v in verdicts if mine) and not any(v for _, v in verdicts):
-                good.append(value)
+        good = [value for value in flag_candidates(flag, facts.flags)
+                if _clean(reading, replace(facts, flags={**facts.flags, dest: value}), record_id, templates)]
         if good:
             out[flag.name] = good
     return out
+
+
+def _clean(reading: Sequence[Derived], trial: Facts, record_id: str, templates: Mapping[str, str]) -> bool:
+    """The record's own checks decided clean, and no other check reading the flag raises: the
+    checks are run until one says otherwise (a value most checks reject costs one or two runs)."""
+    for c in reading:
+        raises = run(c, trial, templates.get(c.record_id, "")).raises
+        if raises or (c.record_id == record_id and raises is not False):
+            return False
+    return True

@@ -262,6 +262,9 @@ class ConfigModel:
     post_init_order: tuple[tuple[str, str, int], ...] = ()
     # (dest, choices on CUDA): the flags whose choices vLLM makes from the platform at run time
     platform_choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (step, file, line of its call): the steps of vLLM's startup that can fail for memory, in the
+    # order it reaches them (kb.config.startup; kb fit predicts the first failure only)
+    startup: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -316,6 +319,7 @@ class ConfigModel:
             "name_filled": [list(f) for f in self.name_filled],
             "post_init_order": [list(o) for o in self.post_init_order],
             "platform_choices": [[d, list(c)] for d, c in self.platform_choices],
+            "startup": [list(s) for s in self.startup],
             "warnings": [{"path": w.path, "line": w.line, "message": w.message} for w in self.warnings],
         }
 
@@ -344,4 +348,5 @@ class ConfigModel:
             tuple((c[0], c[1], c[2], c[3], c[4], c[5]) for c in d.get("chains", ())),
             tuple((f[0], f[1], f[2], f[3]) for f in d.get("name_filled", ())),
             tuple((o[0], o[1], o[2]) for o in d.get("post_init_order", ())),
-            tuple((c[0], tuple(c[1])) for c in d.get("platform_choices", ())))
+            tuple((c[0], tuple(c[1])) for c in d.get("platform_choices", ())),
+            startup=tuple((s[0], s[1], s[2]) for s in d.get("startup", ())))

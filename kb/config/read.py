@@ -34,6 +34,7 @@ from kb.config.order import (
     post_init_order,
 )
 from kb.config.requests import read_request_fields
+from kb.config.startup import startup_order
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
 from kb.model import Located
 
@@ -95,7 +96,7 @@ def read_config(paths: Sequence[str], read: Callable[[str], bytes]) -> ConfigMod
                        tuple(assigned), tuple(calls), tuple(defaults),
                        tuple(json_fields), tuple(locals_), followed_digests(modules), max_len_overrides(modules),
                        followed_constants(modules), _names(paths, read), *_members(paths, read), tuple(filled),
-                       tuple(post_init), tuple(sorted(platform.items())))
+                       tuple(post_init), tuple(sorted(platform.items())), startup=startup_order(modules))
 
 
 def _names(paths: Sequence[str], read: Callable[[str], bytes]) -> tuple[tuple[str, str, str, JSON], ...]:

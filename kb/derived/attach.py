@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
@@ -26,6 +27,7 @@ from kb.derived.domains import Pool, constant_pool
 from kb.derived.fix import find_fix
 from kb.derived.meaning import condition_words, inputs_text, meaning_text
 from kb.derived.model import DERIVED_FORMAT, DerivedFix, DerivedGuidance
+from kb.derived.values import message_checks
 from kb.errors import OVER_BUDGET
 from kb.files import compact_json, write_atomic
 from kb.model import Record
@@ -96,42 +98,63 @@ def derive_guidance(records: Sequence[Record], model: ConfigModel, jobs: int = 1
     by_id: dict[str, list[Derived]] = {}
     for c in index.checks:
         by_id.setdefault(c.record_id, []).append(c)
-    reader = SetByReader(model)
-    out: dict[str, DerivedGuidance] = {}
-    for r in current:
-        text, reading, labels = condition_words(r, by_id.get(r.id, []), reader, model)
-        if text:
-            out[r.id] = DerivedGuidance(meaning_text(r, text), text, inputs_text(labels, model), reading)
-    with work_budget():  # each derived check's evaluations in all, bounded (kb/checks/evaluate.py)
-        fixes = _fixes(current, sorted(by_id), model, index, jobs)
+    search = _FixSearch(current, sorted(by_id), model, index, jobs)  # worker processes start on the fixes
+    try:
+        reader = SetByReader(model)
+        out: dict[str, DerivedGuidance] = {}
+        for r in current:  # while they search, the words here
+            text, reading, labels = condition_words(r, by_id.get(r.id, []), reader, model)
+            if text:
+                out[r.id] = DerivedGuidance(meaning_text(r, text), text, inputs_text(labels, model), reading)
+        with work_budget():  # each derived check's evaluations in all, bounded (kb/checks/evaluate.py)
+            fixes = search.result()
+    finally:
+        search.close()
     for ident, (fix, valid, why) in fixes.items():
         base = out.get(ident, DerivedGuidance())
         out[ident] = replace(base, fix=fix, valid=valid, no_fix=why)
-    return {k: v for k, v in out.items() if not v.empty or v.no_fix}
+    for ident, checks in by_id.items():  # what `kb explain` evaluates for a paste's own values
+        shown = message_checks(checks, model)
+        if shown:
+            out[ident] = replace(out.get(ident, DerivedGuidance()), message_checks=shown)
+    return {k: v for k, v in out.items() if not v.empty or v.no_fix or v.message_checks}
 
 
 _Fixed = tuple[Optional[DerivedFix], tuple[tuple[str, tuple[Any, ...]], ...], str]
 
 
-def _fixes(records: Sequence[Record], ids: Sequence[str], model: ConfigModel, index: DerivedIndex,
-           jobs: int) -> dict[str, _Fixed]:
-    """Id -> (the proved fix, the valid values, why there is no fix) for each id with a derived check."""
-    from kb.fit.launch import fit_error_key
+class _FixSearch:
+    """Id -> (the proved fix, the valid values, why there is no fix) for each id with a derived
+    check: with `jobs` > 1 and enough of them, searched in worker processes from the start, else
+    here when the result is asked for."""
 
-    wanted = set(ids)
-    # what `kb check` reads: the records of the checks (curated and derived) and of the memory errors
-    checked = [r for r in records if r.id in wanted or (r.entry is not None and r.entry.check is not None)
-               or fit_error_key(r.template) is not None]
-    pool = constant_pool(index)
-    if jobs > 1 and len(ids) >= PARALLEL_FIXES:
-        from kb.workers import worker_pool
+    def __init__(self, records: Sequence[Record], ids: Sequence[str], model: ConfigModel, index: DerivedIndex,
+                 jobs: int) -> None:
+        from kb.fit.launch import fit_error_key
 
-        chunks = [list(ids[i::jobs * 2]) for i in range(jobs * 2)]
-        with worker_pool(jobs) as workers:
-            done = list(workers.map(_fix_chunk, chunks, [checked] * len(chunks), [model] * len(chunks),
-                                    [index] * len(chunks), [pool] * len(chunks)))
-        return {k: v for part in done for k, v in part.items()}
-    return _fix_chunk(list(ids), checked, model, index, pool)
+        wanted = set(ids)
+        # what `kb check` reads: the records of the checks (curated and derived) and of the memory errors
+        self.checked = [r for r in records if r.id in wanted or (r.entry is not None and r.entry.check is not None)
+                        or fit_error_key(r.template) is not None]
+        self.ids, self.model, self.index = list(ids), model, index
+        self.pool = constant_pool(index)
+        self.workers: Optional[Executor] = None
+        self.parts: list[Future[dict[str, _Fixed]]] = []
+        if jobs > 1 and len(ids) >= PARALLEL_FIXES:
+            from kb.workers import worker_pool
+
+            self.workers = worker_pool(jobs)
+            self.parts = [self.workers.submit(_fix_chunk, list(ids[i::jobs * 2]), self.checked, model, index,
+                                              self.pool) for i in range(jobs * 2)]
+
+    def result(self) -> dict[str, _Fixed]:
+        if self.workers is None:
+            return _fix_chunk(self.ids, self.checked, self.model, self.index, self.pool)
+        return {k: v for part in self.parts for k, v in part.result().items()}
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.shutdown(wait=True, cancel_futures=True)
 
 
 def _fix_chunk(ids: Sequence[str], records: Sequence[Record], model: ConfigModel, index: DerivedIndex,

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from kb.checks.candidates import flag_candidates
 from kb.checks.derive import Derived, DerivedIndex, Ref, constants_of
-from kb.checks.valid import flag_candidates
 from kb.config.model import ConfigModel, Flag, JsonField
 from kb.config.order import REQUEST_CLASS
 

@@ -39,6 +39,24 @@ class DerivedFix:
 
 
 @dataclass(frozen=True)
+class MessageCheck:
+    """A derived check (kb/checks/derive.py, as its JSON) whose message prints a flag its condition
+    reads: `kb explain` puts a pasted message's own values to it (kb/derived/values.py). `flags`:
+    the JSON of each flag the message prints (kb.config.model.Flag, without its help), whose
+    values `kb check` tries."""
+
+    check: list[Any]
+    flags: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "flags": self.flags}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> MessageCheck:
+        return MessageCheck(list(d["check"]), [dict(f) for f in d["flags"]])
+
+
+@dataclass(frozen=True)
 class DerivedGuidance:
     """One error's derived guidance. `meaning` is "" where kb has no words for its condition."""
 
@@ -49,6 +67,7 @@ class DerivedGuidance:
     valid: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # flag -> values with which no check reading it raises
     fix: Optional[DerivedFix] = None
     no_fix: str = ""  # why kb found no proved fix for an error it derives a check for
+    message_checks: tuple[MessageCheck, ...] = ()  # what `kb explain` evaluates for a paste's values
 
     @property
     def empty(self) -> bool:
@@ -57,10 +76,12 @@ class DerivedGuidance:
     def to_json(self) -> dict[str, Any]:
         return {"meaning": self.meaning, "condition": self.condition, "inputs": self.inputs, "reading": self.reading,
                 "valid": [[k, list(v)] for k, v in self.valid],
-                "fix": self.fix.to_json() if self.fix is not None else None, "noFix": self.no_fix}
+                "fix": self.fix.to_json() if self.fix is not None else None, "noFix": self.no_fix,
+                "messageChecks": [c.to_json() for c in self.message_checks]}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> DerivedGuidance:
         return DerivedGuidance(d["meaning"], d["condition"], d["inputs"], d["reading"],
                                tuple((k, tuple(v)) for k, v in d["valid"]),
-                               DerivedFix.from_json(d["fix"]) if d["fix"] is not None else None, d["noFix"])
+                               DerivedFix.from_json(d["fix"]) if d["fix"] is not None else None, d["noFix"],
+                               tuple(MessageCheck.from_json(c) for c in d.get("messageChecks", ())))

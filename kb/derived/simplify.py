@@ -23,6 +23,28 @@ def simplify(node: ast.expr, constants: Mapping[str, Any]) -> ast.expr:
     return _Fold(constants).truth(copy.deepcopy(node))
 
 
+class _SortedSet(set[Any]):
+    """A computed set, written with its items in a fixed order: a set's own order follows the
+    string hashes, which change with every run (the same input would read differently)."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(sorted(map(repr, self))) + "}" if self else "set()"
+
+
+class _SortedFrozenset(frozenset[Any]):
+    def __repr__(self) -> str:
+        return "frozenset({" + ", ".join(sorted(map(repr, self))) + "})" if self else "frozenset()"
+
+
+def _shown(value: Any) -> Any:
+    """`value`, a set written in a fixed order (ast.unparse and the words write a constant's repr)."""
+    if type(value) is set:
+        return _SortedSet(value)
+    if type(value) is frozenset:
+        return _SortedFrozenset(value)
+    return value
+
+
 def _const(node: ast.AST) -> Any:
     return node.value if isinstance(node, ast.Constant) else _MISSING
 
@@ -102,7 +124,7 @@ class _Fold:
         """`node` read for its value."""
         if isinstance(node, ast.Name):
             if node.id in self.constants:
-                return ast.Constant(self.constants[node.id])
+                return ast.Constant(_shown(self.constants[node.id]))
             if node.id in _NAMED:
                 return ast.Constant(_NAMED[node.id])
             return node
@@ -148,4 +170,4 @@ class _Fold:
             elif isinstance(field, list):
                 setattr(node, name, [self.value(f) if isinstance(f, ast.expr) else f for f in field])
         value = _computed(node)
-        return ast.Constant(value) if value is not _MISSING else node
+        return ast.Constant(_shown(value)) if value is not _MISSING else node

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as etree
-from typing import Any, Union
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 import markdown
 from markdown.extensions import Extension
@@ -44,10 +45,72 @@ class _SafeLinks(Treeprocessor):
             el.attrib.clear()
 
 
+# an error id written bare in prose ("fails with 66df3e6fd6142523") or alone in a code span
+ERROR_ID = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{16}(?![0-9A-Za-z_])")
+Links = Mapping[str, tuple[str, str]]  # error id -> (href, title)
+
+
+class _IdLinks(Treeprocessor):
+    """Each known error id in text, or alone in a code span, becomes a link to its page whose text
+    is its title (quoted) and whose title attribute names the id; text in links and code blocks,
+    other code spans and unknown ids stay as they are."""
+
+    def __init__(self, md: markdown.Markdown) -> None:
+        super().__init__(md)
+        self.links: Links = {}
+
+    def run(self, root: etree.Element) -> None:
+        if self.links:
+            self._walk(root)
+
+    def _walk(self, el: etree.Element) -> None:
+        el.text, nodes = self._split(el.text)
+        for child in list(el):
+            tail, child.tail = child.tail, None
+            ident = (child.text or "").strip()
+            if child.tag == "code" and not len(child) and ident in self.links:
+                if nodes:
+                    nodes[-1].tail = (nodes[-1].tail or "") + "“"
+                else:
+                    el.text = (el.text or "") + "“"
+                child = self._link(ident, self.links[ident])
+                child.tail = "”"
+            elif child.tag not in ("a", "pre", "code"):
+                self._walk(child)
+            nodes.append(child)
+            head, links = self._split(tail)
+            child.tail = (child.tail or "") + (head or "") or None
+            nodes += links
+        for child in list(el):
+            el.remove(child)
+        el.extend(nodes)
+
+    def _split(self, text: Optional[str]) -> tuple[Optional[str], list[etree.Element]]:
+        """`text` up to its first known id, and a link for each (with the text after it as its tail)."""
+        found = [m for m in ERROR_ID.finditer(text or "") if m.group(0) in self.links]
+        if not text or not found:
+            return text, []
+        links = []
+        for n, m in enumerate(found):
+            link = self._link(m.group(0), self.links[m.group(0)])
+            stop = found[n + 1].start() if n + 1 < len(found) else len(text)
+            link.tail = "”" + text[m.end():stop] + ("“" if n + 1 < len(found) else "")
+            links.append(link)
+        return text[: found[0].start()] + "“", links
+
+    @staticmethod
+    def _link(ident: str, target: tuple[str, str]) -> etree.Element:
+        href, title = target
+        link = etree.Element("a", {"class": "error-ref", "href": href, "title": f"error {ident}"})
+        link.text = title.replace("\x02", "").replace("\x03", "")  # Markdown's own placeholder marks
+        return link
+
+
 class _NoRawHtml(Extension):
     def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.preprocessors.deregister("html_block")
         md.inlinePatterns.deregister("html")
+        md.treeprocessors.register(_IdLinks(md), "kb_id_links", 5)  # after inline patterns, before unescaping
         md.treeprocessors.register(_SafeLinks(md), "kb_safe_links", 0)
 
 
@@ -62,16 +125,23 @@ def _new(css_class: str) -> markdown.Markdown:
 _RENDERERS: dict[str, markdown.Markdown] = {}
 
 
-def to_html(text: str, css_class: str = "code") -> Markup:
-    """`css_class`: the class of highlighted code blocks (`highlight` for MkDocs Material)."""
+def to_html(text: str, css_class: str = "code", links: Optional[Links] = None) -> Markup:
+    """`css_class`: the class of highlighted code blocks (`highlight` for MkDocs Material);
+    `links`: the error ids to link (id -> href, title), none by default."""
     md = _RENDERERS.get(css_class) or _RENDERERS.setdefault(css_class, _new(css_class))
     md.reset()
-    return Markup(md.convert(text))
+    ids = md.treeprocessors["kb_id_links"]
+    assert isinstance(ids, _IdLinks)
+    ids.links = links or {}
+    try:
+        return Markup(md.convert(text))
+    finally:
+        ids.links = {}
 
 
-def to_inline_html(text: str, css_class: str = "code") -> Markup:
+def to_inline_html(text: str, css_class: str = "code", links: Optional[Links] = None) -> Markup:
     """A one-paragraph text without the surrounding <p>."""
-    html = str(to_html(text, css_class))
+    html = str(to_html(text, css_class, links))
     if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
         html = html[3:-4]
     return Markup(html)

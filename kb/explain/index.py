@@ -8,11 +8,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kb.derived.guidance import guidance
 from kb.files import compact_json
 from kb.model import Record, Wording
-from kb.records.present import title_of
 from kb.scan.messages import template_parts
+
+# What only building the index needs (the guidance, its Markdown, titles) is imported where it is
+# built: `kb explain` imports this module to match, and answers in a blink.
 
 MATCH_FORMAT = "kb-match/1"
 _SPACE = re.compile(r"\s+")
@@ -73,6 +74,8 @@ def match_index(records: Sequence[Record], release: str | None,
                 wordings: Sequence[Wording] = ()) -> dict[str, Any]:
     """Every template the release raises, then every older wording (`wordings`: the ids of other
     releases, with the releases that raised them and what became of them)."""
+    from kb.records.present import title_of
+
     entries = []
     pages = {r.id for r in records}  # ids with a page in this build (removed ones too)
     raised = {w.id: w for w in wordings}
@@ -91,7 +94,7 @@ def match_index(records: Sequence[Record], release: str | None,
         } | _curated(r)
         if r.id in raised:
             entry["releases"] = [raised[r.id].first, raised[r.id].last]
-        entries.append(entry | _text(r.template))
+        entries.append(entry | _text(r.template) | _message_checks(r))
         # A part of the message (`" ".join(errors)`, or built by a function or the exception class),
         # each on its own, with the class and line of the raise it belongs to: raises without a
         # message of their own share one id in a file, whatever their class.
@@ -125,14 +128,28 @@ def match_index(records: Sequence[Record], release: str | None,
 
 
 def _curated(r: Record) -> dict[str, Any]:
-    """What the lookup shows of an error: its meaning and first fix as its page gives them (curated,
-    else derived from vLLM's source: `derived` says so; kb/derived/guidance.py)."""
+    """What the lookup shows of an error: its meaning (a plain-text preview) and first fix as its page
+    gives them (curated, else derived from vLLM's source: `derived` says so; kb/derived/guidance.py).
+    The fix is Markdown (`kb explain` and its JSON read it so), and a plain-text preview for the
+    site's results list, which renders no Markdown."""
+    from kb.derived.guidance import guidance
+    from kb.entries.plain import preview
+
     g = guidance(r)
     if not g.meaning and not g.first_fix:
         return {}
-    out = {"meaning": normalize(g.meaning)[:400], "solution": g.first_fix}
+    out = {"meaning": preview(g.meaning), "solution": g.first_fix}
+    if g.first_fix:
+        out["fixText"] = preview(g.first_fix)
     derived = "derived" in (g.meaning_from, g.solutions_from)
     return out | {"derived": True} if derived else out
+
+
+def _message_checks(r: Record) -> dict[str, Any]:
+    """The derived checks whose message prints a flag they read: `kb explain` puts a paste's own
+    values to them (kb/derived/values.py)."""
+    d = r.derived
+    return {"checks": [c.to_json() for c in d.message_checks]} if d is not None and d.message_checks else {}
 
 
 # The fields of an index entry and their JSON types: what the matcher and its output read.
@@ -140,9 +157,9 @@ _REQUIRED: dict[str, tuple[type, ...]] = {
     "id": (str,), "title": (str,), "cls": (str,), "file": (str,), "line": (int,), "func": (str,),
     "curated": (bool,), "parts": (list,), "names": (list,), "literal": (int,), "matchable": (bool,)}
 _OPTIONAL: dict[str, tuple[type, ...]] = {
-    "meaning": (str,), "solution": (str,), "derived": (bool,), "text": (str,), "releases": (list,), "older": (bool,), "part": (bool,),
+    "meaning": (str,), "solution": (str,), "fixText": (str,), "derived": (bool,), "text": (str,), "releases": (list,), "older": (bool,), "part": (bool,),
     "current": (str, type(None)), "currentTemplate": (str, type(None)), "endedIn": (str, type(None)),
-    "page": (str, type(None)), "via": (str,)}
+    "page": (str, type(None)), "via": (str,), "checks": (list,)}
 
 
 def index_problem(index: object) -> str | None:

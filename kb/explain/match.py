@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,7 +29,6 @@ from kb.explain.fit import (
     _MAX_LEAD,
     _WORD,
     MIN_LITERAL,
-    _anchor_words,
     _clean_edges,
     _cut_inside,
     _lead_end,
@@ -52,12 +51,13 @@ from kb.explain.fuzzy import (
 )
 from kb.explain.index import MATCH_FORMAT, index_problem
 from kb.explain.messages import MAX_MESSAGE, NO_CLUES, Clues, clues_of, iter_messages, log_messages, unwrap
+from kb.explain.tables import START, Compiled, LiveEntries, Tables, folded_words, match_tables
 from kb.files import read_text
 
 SUCCESSOR = "successor"
 
 MIN_SIMILARITY = 0.2  # below this a suggestion is noise
-_START = 8  # a cut-off message is compared with the templates that begin with its first 8 characters
+_START = START  # a cut-off message is compared with the templates that begin with its first 8 characters
 
 
 @dataclass(frozen=True)
@@ -109,78 +109,47 @@ class Explanation:
     notes: tuple[str, ...] = ()  # what was not read or not listed (a long input cut, errors beyond MAX_FOUND)
 
 
-class _Compiled:
-    """One template with the words the candidate search uses."""
-
-    __slots__ = ("anchors", "entry", "longest", "longest_folded", "words")
-
-    def __init__(self, entry: dict[str, Any]) -> None:
-        self.entry = entry
-        longest = max(entry["parts"], key=len)
-        self.longest = longest[:-1] if longest.endswith(".") else longest  # a paste may lack the final period
-        self.longest_folded = self.longest.lower()
-        self.words = set(_WORD.findall(" ".join(entry["parts"])))
-        self.anchors = _anchor_words(entry["parts"])
-
-
-@dataclass
 class Matcher:
-    """The index, ready to match: regexes compiled once, a rare word of each template indexed."""
+    """The index, ready to match: a rare word of each template indexed (kb/explain/tables.py).
+    `tables` and `words` (the folded words of each compiled template) are computed from the index
+    unless given: the answer store keeps them, and reads its index's entries and tables when first
+    used. Templates are found through the tables by number (`_compiled`)."""
 
-    index: dict[str, Any]
-    compiled: list[_Compiled] = field(default_factory=list)
-    by_word: dict[str, list[_Compiled]] = field(default_factory=dict)
-    word_sets: list[tuple[set[str], _Compiled]] = field(default_factory=list)
-    by_folded_word: dict[str, list[_Compiled]] = field(default_factory=dict)  # the same, in lower case
-    # For cut-off messages: templates by the first _START characters of their first literal part,
-    # and those whose first part is shorter (tried on every message).
-    by_start: dict[str, list[_Compiled]] = field(default_factory=dict)
-    short_start: list[_Compiled] = field(default_factory=list)
-    # ... and those that begin with a placeholder, by the first _START characters of the literal
-    # part after it (looked for anywhere in the message: the value before it is not known).
-    by_lead: dict[str, list[_Compiled]] = field(default_factory=dict)
-    live: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the entry of an error the release raises
-
-    def __post_init__(self) -> None:
-        if self.index.get("format") != MATCH_FORMAT:
+    def __init__(self, index: dict[str, Any], tables: Optional[Tables] = None,
+                 words: Optional[Callable[[], Sequence[Sequence[str]]]] = None) -> None:
+        if index.get("format") != MATCH_FORMAT:
             raise KBError(f"not a match index ({MATCH_FORMAT})")
-        for e in self.index["entries"]:
-            if not e.get("older") and not e.get("part"):
-                self.live.setdefault(str(e["id"]), e)
-        frequency: dict[str, int] = {}
-        usable = [e for e in self.index["entries"] if e.get("matchable")]  # "{k}: {v}" matches anything: never
-        for e in usable:
-            c = _Compiled(e)
-            self.compiled.append(c)
-            for w in c.words:
-                frequency[w] = frequency.get(w, 0) + 1
-        for c in self.compiled:
-            if c.anchors:
-                rare = min(c.anchors, key=lambda w: (frequency[w], -len(w), w))
-                self.by_word.setdefault(rare, []).append(c)
-                self.by_folded_word.setdefault(rare.lower(), []).append(c)
-            else:
-                self.by_word.setdefault("", []).append(c)  # no word: tried on every message
-                self.by_folded_word.setdefault("", []).append(c)
-            self.word_sets.append(({w.lower() for w in c.words}, c))
-            parts = c.entry["parts"]
-            first = parts[0]
-            if first and c.entry["literal"] >= MIN_LITERAL:
-                if len(first) >= _START:
-                    self.by_start.setdefault(first[:_START], []).append(c)
-                else:
-                    self.short_start.append(c)
-            elif len(parts) > 1 and len(parts[1]) >= _START and c.entry["literal"] >= MIN_LITERAL:
-                self.by_lead.setdefault(parts[1][:_START], []).append(c)
+        self.index = index
+        entries: Sequence[dict[str, Any]] = index["entries"]
+        t = tables if tables is not None else match_tables(entries)
+        self._entries, self._t = entries, t
+        self._made: dict[int, Compiled] = {}
+        self.live: Mapping[str, dict[str, Any]] = LiveEntries(entries, t)
+        self._words = words if words is not None else (lambda: folded_words(entries, t.usable))
+        self._word_lists: Optional[Sequence[Sequence[str]]] = None
 
-    def candidates(self, text: str, fold: bool = False) -> list[_Compiled]:
+    def _compiled(self, n: int) -> Compiled:
+        c = self._made.get(n)
+        if c is None:
+            c = self._made[n] = Compiled(self._entries, self._t, n)
+        return c
+
+    @property
+    def word_lists(self) -> Sequence[Sequence[str]]:
+        """The distinct words of each template in lower case, by number (for `similar` and
+        `probably` only)."""
+        if self._word_lists is None:
+            self._word_lists = self._words()
+        return self._word_lists
+
+    def candidates(self, text: str, fold: bool = False) -> list[Compiled]:
         """The templates whose rarest whole word the text holds (in lower case with `fold`, for a
         lower-cased text) and whose longest literal part it contains."""
-        seen: dict[int, _Compiled] = {}
-        index = self.by_folded_word if fold else self.by_word
+        seen: dict[int, Compiled] = {}
+        index = self._t.by_folded_word if fold else self._t.by_word
         for w in {m.group() for m in _WORD.finditer(text)} | {""}:
-            for c in index.get(w, ()):
-                seen[id(c)] = c
+            for n in index.get(w, ()):
+                seen[n] = self._compiled(n)
         return [c for c in seen.values() if (c.longest_folded if fold else c.longest) in text]
 
     def match(self, logged: str, clues: Clues = NO_CLUES) -> list[Match]:
@@ -192,7 +161,7 @@ class Matcher:
             found = self._match(logged, clues, self.candidates(logged, fold=True), fold=True)
         return found
 
-    def _match(self, logged: str, clues: Clues, candidates: list[_Compiled], fold: bool) -> list[Match]:
+    def _match(self, logged: str, clues: Clues, candidates: list[Compiled], fold: bool) -> list[Match]:
         message = unwrap(logged, fold)
         out: list[Match] = []
         for c in candidates:
@@ -219,7 +188,10 @@ class Matcher:
         literal characters of it). A template that begins with a placeholder matches when the
         message begins with one value (a word or a bracketed value) and goes on with its text."""
         out = []
-        for c in self.by_start.get(message[:_START], []) + self.short_start + self._lead_candidates(message):
+        # templates by the first _START characters of their first literal part, and those whose first
+        # part is shorter (tried on every message)
+        starts = [self._compiled(n) for n in (*self._t.by_start.get(message[:_START], ()), *self._t.short_start)]
+        for c in starts + self._lead_candidates(message):
             parts = c.entry["parts"]
             first = parts[0]
             if first.startswith(message):  # cut inside the first literal part
@@ -245,13 +217,14 @@ class Matcher:
                     break
         return _rank(out, clues)[:5]
 
-    def _lead_candidates(self, message: str) -> list[_Compiled]:
+    def _lead_candidates(self, message: str) -> list[Compiled]:
         """The templates beginning with a placeholder whose next literal part starts after the
         value the message begins with (each once, in the order first met)."""
-        seen: dict[int, _Compiled] = {}
+        seen: dict[int, Compiled] = {}
         for i in range(1, min(_lead_end(message), len(message) - _START, _MAX_LEAD) + 1):
-            for c in self.by_lead.get(message[i:i + _START], ()):
-                seen.setdefault(id(c), c)
+            for n in self._t.by_lead.get(message[i:i + _START], ()):
+                if n not in seen:
+                    seen[n] = self._compiled(n)
         return list(seen.values())
 
     def similar(self, message: str, limit: int = 5, floor: float = MIN_SIMILARITY) -> list[Match]:
@@ -260,13 +233,16 @@ class Matcher:
         if not words:
             return []
         scored = []
-        for template_words, c in self.word_sets:  # suggestions are errors of the release, not older wording
-            if template_words and c.entry["literal"] >= MIN_LITERAL and not c.entry.get("older"):
-                shared = len(template_words & words)  # the union, counted without building it
+        tab = self._t
+        # suggestions are errors of the release, not older wording
+        for n, (template_words, literal, older) in enumerate(zip(self.word_lists, tab.literal, tab.older)):
+            if template_words and literal >= MIN_LITERAL and not older:
+                shared = len(words.intersection(template_words))  # the union, counted without building it
                 overlap = shared / (len(words) + len(template_words) - shared)
                 if overlap >= floor and overlap > 0:
-                    scored.append(Match(c.entry, "similar", round(overlap, 3)))
-        return sorted(scored, key=lambda m: (-m.score, m.id))[:limit]
+                    scored.append((round(overlap, 3), n))
+        scored.sort(key=lambda x: (-x[0], tab.ids[x[1]]))  # stable: as the matches would sort
+        return [Match(self._compiled(n).entry, "similar", score) for score, n in scored[:limit]]
 
     def probably(self, message: str, clues: Clues = NO_CLUES) -> list[Match]:
         """Nothing matched: the templates of any release whose literal words align with the
@@ -279,14 +255,16 @@ class Matcher:
         if not words:
             return []
         shared = []
-        for template_words, c in self.word_sets:
-            if template_words and c.entry["literal"] >= MIN_LITERAL:
-                share = len(words & template_words) / len(template_words)
+        tab = self._t
+        for n, (template_words, weight) in enumerate(zip(self.word_lists, tab.literal)):
+            if template_words and weight >= MIN_LITERAL:
+                share = len(words.intersection(template_words)) / len(template_words)
                 if share >= FUZZY_MIN_WORDS:
-                    shared.append((share, c))
-        shared.sort(key=lambda t: (-t[0], bool(t[1].entry.get("older")), -t[1].entry["literal"], t[1].entry["id"]))
+                    shared.append((share, n))
+        shared.sort(key=lambda x: (-x[0], tab.older[x[1]], -tab.literal[x[1]], tab.ids[x[1]]))
         out = []
-        for _, c in shared[:FUZZY_CANDIDATES]:
+        for _, n in shared[:FUZZY_CANDIDATES]:
+            c = self._compiled(n)
             template = _template_tokens(c.entry)
             if sum(1 for t in template if t is not None) < FUZZY_MIN_TOKENS:
                 continue
@@ -360,7 +338,8 @@ def _since(entry: dict[str, Any]) -> tuple[int, int, int]:
 MAX_FOUND = 1_000  # distinct errors (an id with its values) listed; a long log's others are counted
 
 
-def explain(text: str, matcher: Matcher) -> Explanation:
+def explain(text: str, matcher: Matcher, suggest: bool = True) -> Explanation:
+    """The errors found in `text`; when none, the closest templates (not with `suggest` false)."""
     found: dict[tuple[str, tuple[tuple[str, str], ...]], Found] = {}
     order: list[tuple[str, tuple[tuple[str, str], ...]]] = []
     unlisted = 0  # messages of other errors, once MAX_FOUND are listed
@@ -406,7 +385,7 @@ def explain(text: str, matcher: Matcher) -> Explanation:
             order.append((cut[0].id, cut[0].values))
     if found:
         return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted))
-    return Explanation((), tuple(matcher.similar(longest_message)), notes=_notes(cuts, unlisted))
+    return Explanation((), tuple(matcher.similar(longest_message)) if suggest else (), notes=_notes(cuts, unlisted))
 
 
 def _notes(cuts: list[int], unlisted: int) -> tuple[str, ...]:

@@ -8,9 +8,17 @@ error with no live successor says so, with the nearest current error's page."""
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from kb.explain.match import Explanation, Found, Match
+from kb.explain.prose import FIX_CHARS, fix_text, lead
+
+if TYPE_CHECKING:
+    from kb.derived.values import OwnValues
+
+SHOWN_VALUES = 12  # values of a flag written out for the user's own values
+ABSOLUTE_HINT = ("Links are paths on the error site: give --site-url URL, or set KB_SITE_URL=URL, "
+                 "to print whole URLs.")
 
 
 def page_url(ident: str, site_url: Optional[str]) -> str:
@@ -99,8 +107,12 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
                 "note": answer_note(f)}
 
     def found(f: Found) -> dict[str, Any]:
+        own = own_values_of(f)
         out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best, _url(f, site_url)),
-               "answer": answer(f), "others": [match(o) for o in f.others]}
+               "answer": answer(f), "others": [match(o) for o in f.others],
+               "yourValues": None if own is None else {
+                   "given": [[name, value] for name, value in own.given],
+                   "flags": [{"flag": v.flag, "yours": v.yours, "passing": list(v.passing)} for v in own.flags]}}
         if f.closest is not None:
             out["closestCurrent"] = match(f.closest)
         return out
@@ -126,6 +138,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
         return "\n".join(lines + _notes(ex)) + "\n"
     n = len(ex.found)
     lines.append(f"Found {n} vLLM error{'s' if n > 1 else ''}:")
+    linked = False  # a page's link was printed: say once how to make it whole
     for f in ex.found:
         e, m, h = f.best.entry, f.best, _head(f)
         lines += ["", f"{h['id']}  {h['cls']}  {h['file']}:{h['line']}  ({h['func']})"]
@@ -139,16 +152,25 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
             c = f.closest.entry
             lines.append(f"  The closest current error (similarity {f.closest.score:.2f}, not this error): {c['id']} "
                          f"{c['title']} ({page_url(c['id'], site_url)})")
+            linked = True
         for name, value in m.values:
             lines.append(f"    {name} = {value}")
         derived = " (derived from vLLM's source)" if h.get("derived") else ""
+        cut = False
         if h.get("meaning"):
-            lines.append(f"  What it means{derived}: {h['meaning']}")
+            meaning, cut = lead(str(h["meaning"]), FIX_CHARS)
+            lines.append(f"  What it means{derived}: {meaning}")
+        own = own_values_of(f)
+        if own is not None:
+            lines.append(f"  First fix, for your values: {own_values_text(own)}")
         if h.get("solution"):
-            lines.append(f"  First fix{derived}: {h['solution']}")
+            solution, cut_fix = fix_text(str(h["solution"]))
+            cut = cut or cut_fix
+            lines.append(f"  {'In general' if own is not None else 'First fix'}{derived}: {solution}")
         url = _url(f, site_url)
         if url:
-            lines.append(f"  {url}")
+            lines.append(f"  {'Read on' if cut else 'Page'}: {url}")
+            linked = True
         same = [o for o in (m, *f.others) if o.entry["parts"] == e["parts"] and o.id != h["id"] and not o.entry.get("older")]
         rest = [o for o in f.others if o.entry["parts"] != e["parts"]]
         if same:
@@ -156,9 +178,47 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
                 f"{o.entry['file']}:{o.entry['line']} ({o.id})" for o in same))
         if rest:
             lines.append("  Less specific templates that match too: " + ", ".join(
-                f"{o.id} ({o.entry['title'][:60]})" for o in rest[:5]))
-    return "\n".join(lines + _notes(ex)) + "\n"
+                f"{o.id} ({lead(str(o.entry['title']), 60)[0]})" for o in rest[:5]))
+    hint = ["", ABSOLUTE_HINT] if linked and not site_url else []
+    return "\n".join(lines + hint + _notes(ex)) + "\n"
 
 
 def _notes(ex: Explanation) -> list[str]:
     return ["", *(f"Note: {n}" for n in ex.notes)] if ex.notes else []
+
+
+def own_values_of(f: Found) -> Optional[OwnValues]:
+    """What the paste's own values say of the flags its message prints (kb/derived/values.py):
+    only for a match of the error's own message (not an older wording's, not a part's)."""
+    e, values = f.best.entry, f.best.values
+    if not e.get("checks") or e.get("older") or e.get("part") or (f.answer is not None and f.answer.id != f.best.id) \
+            or f.best.kind not in ("exact", "contained", "truncated"):  # not a wording whose values differ
+        return None
+    if f.best.kind == "truncated" and values and f.message.rstrip().endswith(values[-1][1]):
+        values = values[:-1]  # the paste may end inside its last value
+    from kb.derived.values import own_values
+
+    return own_values(e["checks"], values)
+
+
+def own_values_text(own: OwnValues) -> str:
+    """The user's own values in a sentence ("With config.json num_attention_heads = 6,
+    --tensor-parallel-size 1, 2, 3 or 6 (you have 4) passes vLLM's check for this error") and what
+    kb tried."""
+    given = ", ".join(f"{name} = {_shown(value)}" for name, value in own.given)
+    flags = ", or else ".join(f"{v.flag} {_listed(v.passing, f'you have {_shown(v.yours)}')}" for v in own.flags)
+    tried = ("its choices" if all(v.choices for v in own.flags) else
+             "1 to 16, the powers of two to 1024 and the divisors of your numbers")
+    keeping = f"With {given}" if given else "Keeping the rest of your launch"
+    return f"{keeping}, {flags} passes vLLM's check for this error; kb tried {tried}."
+
+
+def _listed(values: tuple[Any, ...], note: str) -> str:
+    shown = [_shown(v) for v in values]
+    if len(shown) > SHOWN_VALUES:
+        return ", ".join(shown[:5]) + ", …, " + ", ".join(shown[-5:]) + f" ({len(shown)} values; {note})"
+    return (shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]) + f" ({note})"
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) else str(value)

@@ -41,6 +41,19 @@ EXTENSIBLE = ("VllmConfig._resolve_extensible_kv_cache", "CacheConfig.resolved_g
               "measure_kv_cache_bytes", "_more_kv_cache_memory_hint")
 # v1/worker/extensible_kv_cache.py's margin, when the tree's constants do not say (CUDA: 1 GiB floor)
 MARGIN_FLOOR_CUDA = 1 << 30
+# the steps of vLLM's startup that can fail for memory, in the order of the release kb follows
+# (0.34.0's EngineCore.__init__), for a tree whose own order kb cannot read (kb.config.startup)
+STARTUP_FOLLOWED = ("request_memory", "load_model", "determine_available_memory", "get_kv_cache_configs",
+                    "compile_or_warm_up_model", "finalize_extensible_kv_cache")
+# what each step does, as kb fit's text names it
+STEP_WORDS = {
+    "request_memory": "the free memory check (request_memory)",
+    "load_model": "loading the weights (load_model)",
+    "determine_available_memory": "the profile run (determine_available_memory)",
+    "get_kv_cache_configs": "the KV cache checks (get_kv_cache_configs)",
+    "compile_or_warm_up_model": "CUDA graph capture and warmup (compile_or_warm_up_model)",
+    "finalize_extensible_kv_cache": "the KV cache checks after warmup (finalize_extensible_kv_cache)",
+}
 
 
 @dataclass(frozen=True)
@@ -53,10 +66,14 @@ class Rules:
     margin_fraction: float  # KV_CACHE_MARGIN_FRACTION of measure_kv_cache_bytes
     hint: str  # the release whose _more_kv_cache_memory_hint kb spells out ("": it has none)
     unverified: tuple[str, ...]  # functions whose code kb has not checked for this release
+    # (step, file, line): the startup steps in the order the release reaches them (file "": the
+    # order of the release kb follows, the tree's own could not be read)
+    startup: tuple[tuple[str, str, int], ...] = tuple((s, "", 0) for s in STARTUP_FOLLOWED)
 
     def to_json(self) -> dict[str, object]:
         return {"extensible_kv_cache": self.extensible, "default_block_size": self.block_size,
-                "default_gpu_memory_utilization": self.default_utilization, "unverified": list(self.unverified)}
+                "default_gpu_memory_utilization": self.default_utilization, "unverified": list(self.unverified),
+                "startup": [{"step": s, "file": f or None, "line": n or None} for s, f, n in self.startup]}
 
 
 def rules_of(model: Optional[ConfigModel], flag_utilization: Optional[float] = None) -> Rules:
@@ -69,10 +86,24 @@ def rules_of(model: Optional[ConfigModel], flag_utilization: Optional[float] = N
     unverified = tuple(f for f in wanted if have.get(f) not in KNOWN.get(f, {}))
     default = constants.get("CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION", flag_utilization)
     hint_digest = have.get("_more_kv_cache_memory_hint")
+    startup = startup_of(model, extensible)
+    if any(not file for _, file, _ in startup):
+        unverified += ("the startup order (EngineCore.__init__)",)
     return Rules(extensible, int(constants.get("CacheConfig.DEFAULT_BLOCK_SIZE", 16)),
                  float(default) if isinstance(default, (int, float)) and 0 < default <= 1 else 0.92,
                  float(constants.get("KV_CACHE_MARGIN_FRACTION", 0.75)),
-                 KNOWN["_more_kv_cache_memory_hint"].get(hint_digest or "", ""), unverified)
+                 KNOWN["_more_kv_cache_memory_hint"].get(hint_digest or "", ""), unverified, startup)
+
+
+def startup_of(model: Optional[ConfigModel], extensible: bool) -> tuple[tuple[str, str, int], ...]:
+    """The release's startup steps in its own order (kb.config.startup), when the tree gives every
+    step kb sizes (finalize_extensible_kv_cache only with the extensible KV cache); else the order
+    of the release kb follows, without files."""
+    wanted = [s for s in STARTUP_FOLLOWED if extensible or s != "finalize_extensible_kv_cache"]
+    read = tuple(s for s in (model.startup if model is not None else ()) if s[0] in wanted)
+    if {s for s, _, _ in read} == set(wanted):
+        return read
+    return tuple((s, "", 0) for s in wanted)
 
 
 def kv_hint(rules: Rules, extensible: bool, utilization: float, after_warmup: bool) -> Optional[str]:

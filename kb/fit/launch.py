@@ -38,8 +38,13 @@ TEMPLATES = {
 }
 
 
+_STARTS = tuple(start for start, _ in TEMPLATES.values())
+
+
 def fit_error_key(template: str) -> Optional[str]:
     """Which memory error kb fit predicts this template is, if any."""
+    if not template.startswith(_STARTS):  # one test for the thousands of other templates
+        return None
     return next((key for key, (start, also) in TEMPLATES.items() if template.startswith(start) and also in template),
                 None)
 MAX_INDEX_BYTES = 16 * 1024 * 1024
@@ -55,12 +60,40 @@ class FitError:
 
 
 @dataclass(frozen=True)
+class Tried:
+    """One value of a changed flag, sized (or refused) as kb fit sizes the launch."""
+
+    value: Any
+    outcome: str  # "fits", the memory error's kind, or "invalid: <why>"
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """The smallest change of one flag with which the launch fits, proved: the changed launch sized
+    again by fit_one, and the next value towards the launch's own sized the same way (kb/fit/suggest.py)."""
+
+    option: str  # the flag as the changed command writes it (-tp, --max-model-len)
+    dest: str
+    old: Any  # the launch's value (vLLM's default or computed value when the launch does not give it)
+    new: Any
+    argv: tuple[str, ...]  # the whole changed command
+    changed: tuple[int, int]  # argv[changed[0]:changed[1]] are the words changed or added
+    fit: Fit  # the changed launch, sized again: it fits
+    tried: tuple[Tried, ...]  # the proof that no nearer value does: each value tried before this one
+
+
+@dataclass(frozen=True)
 class FitReport:
     fit: Optional[Fit]
-    errors: tuple[FitError, ...]
+    errors: tuple[FitError, ...]  # the first failure only: vLLM stops there
     parse_error: Optional[ParseError]
     assumptions: tuple[str, ...]  # what kb assumed, where the launch did not say
     rules: Optional[Rules] = None  # how the release sizes the KV cache, and what kb has not checked for it
+    # (step, file, line): the startup steps after the failure, which vLLM does not reach (file "": not read)
+    not_reached: tuple[tuple[str, str, int], ...] = ()
+    utilization: float = 0.0  # the --gpu-memory-utilization in effect (the release's default when not given)
+    suggestions: tuple[Suggestion, ...] = ()  # when it does not fit: the smallest changes that fit
+    config_read: Optional[str] = None  # the config.json read, when kb found it (not given with --model-config)
 
 
 def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:
@@ -140,8 +173,21 @@ def refuse_bad_numbers(argv: Sequence[str], config: ConfigFile, hardware: Mappin
         raise UsageError("; ".join(dict.fromkeys(bad)))
 
 
+def memory_records(records: Sequence[Record]) -> dict[str, Record]:
+    """The release's raise site of each memory error kb fit predicts (by TEMPLATES key)."""
+    found: dict[str, Record] = {}
+    for r in records:
+        key = fit_error_key(r.template)
+        if key is not None and key not in found:
+            found[key] = r
+    return found
+
+
 def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Sequence[str], config: ConfigFile,
-            hardware: Mapping[str, Any], checkpoint: Optional[float] = None) -> FitReport:
+            hardware: Mapping[str, Any], checkpoint: Optional[float] = None,
+            sites: Optional[Mapping[str, Record]] = None) -> FitReport:
+    """The launch sized as vLLM sizes it at startup; `sites`: memory_records(records), when the
+    caller sizes many launches of one release."""
     if model is None or not has_parser(model):
         raise UsageError("this release's `vllm serve` parser could not be read, so kb cannot size the launch")
     parsed = parse_command(model, serve_words(argv))
@@ -198,7 +244,7 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
         estimate_cudagraphs=cg, capability=hw.capability, dtype=str(number("dtype", "auto")),
         extensible=extensible, rules=rules)
     fit = compute(inp)
-    found = {key: next((r for r in records if fit_error_key(r.template) == key), None) for key in TEMPLATES}
+    found = memory_records(records) if sites is None else sites
     errors = []
     for e in fit.errors:
         record = found.get(e.key)
@@ -212,4 +258,5 @@ def fit_one(records: Sequence[Record], model: Optional[ConfigModel], argv: Seque
     if rules.unverified:
         assumptions.append("not checked against this release's code, sized as the release kb follows: "
                            + ", ".join(rules.unverified))
-    return FitReport(fit, tuple(errors), None, tuple(assumptions), rules)
+    later = tuple(s for s in rules.startup if s[0] in fit.not_reached)
+    return FitReport(fit, tuple(errors), None, tuple(assumptions), rules, later, float(util))

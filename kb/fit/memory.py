@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from kb.fit.follow import MARGIN_FLOOR_CUDA, Rules, auto_fit_hint, estimated_msg, fill, kv_hint
+from kb.fit.follow import MARGIN_FLOOR_CUDA, STARTUP_FOLLOWED, Rules, auto_fit_hint, estimated_msg, fill, kv_hint
 from kb.fit.shape import DTYPE_BYTES, ONLINE_8BIT, Shape, weight_bytes
 
 GIB = 1 << 30
@@ -103,6 +103,15 @@ class MemoryError_:
             return self.note or f"{self.key}: this release has no raise site kb knows for it", ()
         return fill(template, dict(self.values))
 
+    @property
+    def step(self) -> str:
+        """The startup step that fails (kb.config.startup)."""
+        if self.key == "free-memory":
+            return "request_memory"
+        if self.key == "weights":
+            return "load_model"
+        return "finalize_extensible_kv_cache" if self.after_warmup else "get_kv_cache_configs"
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -120,8 +129,10 @@ class Fit:
     max_concurrency: Figure
     max_model_len: int
     max_model_len_fits: Figure
-    errors: tuple[MemoryError_, ...] = field(default_factory=tuple)
+    errors: tuple[MemoryError_, ...] = field(default_factory=tuple)  # the first failure only: vLLM stops there
     capacity: Optional[Figure] = None  # the extensible KV cache's reserved capacity, sized before CUDA graphs
+    kv_headroom: Optional[Figure] = None  # KV cache memory left over after one request of max_model_len
+    not_reached: tuple[str, ...] = ()  # the startup steps after the failing one, which vLLM never runs
 
 
 def format_gib(b: float) -> str:
@@ -309,14 +320,16 @@ def compute(inp: FitInput) -> Fit:
             ("device_", "cuda:0"), ("format_gib(free_memory)", format_gib(free)),
             ("format_gib(total_memory)", format_gib(inp.total_memory)), ("gpu_memory_utilization", str(util)),
             ("format_gib(requested_memory)", format_gib(requested.value)))))
-    if weights.value > requested.value and inp.kv_cache_memory_bytes is None:
+    if weights.value > free:  # loading allocates them whatever --gpu-memory-utilization says
         errors.append(MemoryError_("weights", note=(
-            f"the weights ({format_gib(weights.value)} GiB per GPU) exceed the memory vLLM may use "
-            f"({format_gib(requested.value)} GiB): loading fails with CUDA out of memory")))
+            f"loading the weights fails with CUDA out of memory: they take {format_gib(weights.value)} GiB per GPU, "
+            f"more than the GPU's free memory ({format_gib(free)} GiB)")))
     stopped = kv_errors(check, False)
     if extensible and not stopped:
         kv_errors((blocks - 1) * bpb, True)
-    fits_len = longest(check if not extensible else (blocks - 1) * bpb)
+    checked = check if not extensible else (blocks - 1) * bpb
+    fits_len = longest(checked)
+    first, not_reached = first_failure(errors, rules, extensible)
     per_request = lay.blocks_per_request(length, inflight) if length > 0 else 1
     concurrency = blocks / per_request
     tokens = int(concurrency * length)
@@ -328,7 +341,28 @@ def compute(inp: FitInput) -> Fit:
                Figure(float(tokens), not derived, "int(num_blocks / blocks per request x max_model_len)"),
                Figure(concurrency, not derived, "num_blocks / blocks per request at max_model_len"), length,
                Figure(float(fits_len), not derived, "the longest max_model_len whose blocks fit (binary search)"),
-               tuple(errors), capacity)
+               first, capacity,
+               Figure(checked - (needed(length) if length > 0 else 0), not derived,
+                      "the KV cache memory vLLM checks less what one request of max_model_len needs"),
+               not_reached)
+
+
+def first_failure(errors: list[MemoryError_], rules: Optional[Rules], extensible: bool
+                  ) -> tuple[tuple[MemoryError_, ...], tuple[str, ...]]:
+    """The failure vLLM meets first, in the order its startup runs the steps (the release's, read
+    from its source: Rules.startup), and the steps after it, which vLLM never reaches (the checks
+    after warmup run only with the extensible KV cache)."""
+    order = [s for s, _, _ in rules.startup] if rules is not None else list(STARTUP_FOLLOWED)
+    if not extensible:
+        order = [s for s in order if s != "finalize_extensible_kv_cache"]
+    if not errors:
+        return (), ()
+
+    def at(step: str) -> int:
+        return order.index(step) if step in order else len(order)
+
+    first = min(errors, key=lambda e: at(e.step))  # min keeps the first of one step (the order kb checks them)
+    return (first,), tuple(order[at(first.step) + 1:])
 
 
 SENTINEL_UTILIZATION = 0.123456789  # stands for the calculator's utilization in the hints it is given
@@ -358,5 +392,6 @@ def definitions(utilization: float, estimate_cudagraphs: bool, rules: Optional[R
             "batch": {"large": [8192, 1024], "huge": [16384, 1024], "small": [2048, 256]},
             "gpus": {g.key: {"name": g.name, "memory_gib": g.memory_gib, "capability": list(g.capability)} for g in GPUS},
             "templates": dict(sorted((templates or {}).items())),
+            "startup": [s for s, _, _ in rules.startup] if rules is not None else list(STARTUP_FOLLOWED),
             "hints": {"classic": hint(False, False), "beforeBelow": hint(True, False), "beforeFull": hint(True, False, False),
                       "afterBelow": hint(True, True), "afterFull": hint(True, True, False), "autoFitAfter": auto_after}}

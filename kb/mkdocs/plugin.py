@@ -142,7 +142,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):
                 add(File.generated(config, name, content=text))
-        for name, data in api_files(records, info, release_wordings([("", scan)])):
+        for name, data in api_files(records, info, release_wordings([("", scan)]), search_box=False):
             add(File.generated(config, name, content=data))
         for name, text in config_api_files(scan.config, info):
             add(File.generated(config, name, content=text))

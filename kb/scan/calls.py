@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -163,10 +165,31 @@ class CallIndex:
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
+# The fields that hold statements (or except handlers, match cases), per node class of the grammar,
+# in field order; an expression holds none. A class not listed is looked through field by field.
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.Module: ("body",), ast.Interactive: ("body",), ast.FunctionDef: ("body",), ast.AsyncFunctionDef: ("body",),
+    ast.ClassDef: ("body",), ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"), ast.If: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
+    ast.Match: ("cases",), ast.match_case: ("body",), ast.ExceptHandler: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"), ast.TryStar: ("body", "handlers", "orelse", "finalbody"),
+    **dict.fromkeys((ast.Return, ast.Delete, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Raise, ast.Assert,
+                     ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Expr, ast.Pass, ast.Break,
+                     ast.Continue), ()),
+}
+
+
 def statement_children(node: ast.AST) -> list[ast.AST]:
     """The statements (and except handlers, match cases) directly inside a node, in field order:
     every definition and `return` of a tree is reached through these alone."""
+    fields = _BLOCK_FIELDS.get(type(node))
     out: list[ast.AST] = []
+    if fields is not None:
+        for name in fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out += [c for c in value if isinstance(c, _BLOCKS)]
+        return out
     for name in node._fields:
         value = getattr(node, name, None)
         if isinstance(value, list):
@@ -226,9 +249,38 @@ def _breaks(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Break)
 
 
+# While one file's tree is walked (`remembered`): id -> (statement, whether an exit is inside). The
+# statements before a raise are asked about again for every raise after them.
+_exit_memo: Optional[dict[int, tuple[ast.stmt, bool]]] = None
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Remember `_exit_inside` per statement while one file's tree is walked (it is not changed
+    meanwhile; the statements are kept alive, so their ids stay theirs)."""
+    global _exit_memo
+    outer, _exit_memo = _exit_memo, {}
+    try:
+        yield
+    finally:
+        _exit_memo = outer
+
+
 def _exit_inside(stmt: ast.stmt) -> bool:
     """The statement holds a `return` (of this function), or a `continue` / `break` of the loop it
     is in, anywhere inside: not in a nested function, nor, for `continue` / `break`, a nested loop."""
+    memo = _exit_memo
+    if memo is not None:
+        known = memo.get(id(stmt))
+        if known is not None and known[0] is stmt:
+            return known[1]
+    found = _find_exit(stmt)
+    if memo is not None:
+        memo[id(stmt)] = (stmt, found)
+    return found
+
+
+def _find_exit(stmt: ast.stmt) -> bool:
     stack: list[tuple[ast.AST, bool]] = [(stmt, False)]
     while stack:
         n, in_loop = stack.pop()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from kb.model import REACH_UNKNOWN, Builder, CallArg, Caller, ClassFact, Context, FileFacts, LocalDef, RaiseFact
-from kb.scan.calls import CallIndex, bind, reached_when, statement_children
+from kb.scan.calls import CallIndex, bind, reached_when, remembered, statement_children
 from kb.scan.messages import template_of
 from kb.scan.unparse import unparse
 
@@ -45,8 +45,26 @@ class Unscannable(Exception):
     """The statement being walked is not scanned; the message says why (a located warning)."""
 
 
+# While extract() walks one file: id -> (node, nesting_ok(node)). A guard's terms and a message's
+# parts are checked again for every raise that reads them; nodes are never changed in place (a
+# substitution works on a copy) and are kept alive here, so an id stays its node's.
+_nesting_memo: Optional[dict[int, tuple[ast.AST, bool]]] = None
+
+
 def nesting_ok(node: ast.AST, limit: int = MAX_NESTING) -> bool:
     """True when `node` nests at most `limit` levels (measured without recursion)."""
+    memo = _nesting_memo if limit == MAX_NESTING else None
+    if memo is not None:
+        known = memo.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+    ok = _nests_at_most(node, limit)
+    if memo is not None:
+        memo[id(node)] = (node, ok)
+    return ok
+
+
+def _nests_at_most(node: ast.AST, limit: int) -> bool:
     stack = [(node, 1)]
     while stack:
         n, depth = stack.pop()
@@ -54,6 +72,18 @@ def nesting_ok(node: ast.AST, limit: int = MAX_NESTING) -> bool:
             return False
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(n))
     return True
+
+
+@contextmanager
+def _remembered() -> Iterator[None]:
+    """What is asked of the same nodes again and again while one file is walked, remembered."""
+    global _nesting_memo
+    outer, _nesting_memo = _nesting_memo, {}
+    try:
+        with remembered():
+            yield
+    finally:
+        _nesting_memo = outer
 
 
 def bounded(node: ast.expr) -> ast.expr:
@@ -93,7 +123,8 @@ def extract(data: bytes) -> FileFacts:
         return FileFacts(error=(_null_line(data), f"cannot parse: {e}"))
     except (RecursionError, MemoryError):  # CPython's parser: MemoryError past its stack, e.g. 200 `[` after an unclosed `(`
         return FileFacts(error=(1, "cannot parse: too deeply nested"))
-    return _Walker(module, interesting_lines(data), data).run()
+    with _remembered():
+        return _Walker(module, interesting_lines(data), data).run()
 
 
 _INTERESTING = re.compile(rb"raise|class")
@@ -184,6 +215,7 @@ class _Walker:
         self.pydantic_decorators = _pydantic_decorator_names(module)
         self.skipped: list[tuple[int, str]] = []  # (line, why) of statements not scanned
         self.calls = CallIndex(module, data)
+        self.data = data
         self.caller_memo: dict[tuple[int, tuple[str, ...], int], tuple[Caller, ...]] = {}
 
     def run(self) -> FileFacts:
@@ -191,7 +223,7 @@ class _Walker:
         self.module_scope.collected = True
         self.block(self.module.body)
         return FileFacts(tuple(self.classes), tuple(self.raises), None, tuple(self.skipped),
-                         builders(self.module, self.module_scope))
+                         builders(self.module, self.module_scope, self.scope_of, self.data))
 
     # --- statements -------------------------------------------------------------------------
     def block(self, body: list[ast.stmt]) -> None:
@@ -668,26 +700,69 @@ _BUILDER_LITERAL = 12  # literal characters a built message needs to be worth ma
 _WORDY = re.compile(r"[A-Za-z]{3}")
 
 
-def builders(module: ast.Module, module_scope: _Scope) -> tuple[Builder, ...]:
+def builders(module: ast.Module, module_scope: _Scope, scope_of: Optional[Callable[[_FuncNode], _Scope]] = None,
+             data: bytes = b"") -> tuple[Builder, ...]:
     """Functions of the file that return a message (`def _make_log_unsupported(backend, reason):
     return f"... {reason}."`) and exception classes whose `__init__` passes one to
     `super().__init__` (`EngineDeadError`: `self.ENGINE_DEAD_MESSAGE`). A raise that calls such a
     function, or raises such a class, gets their templates as parts its message can be matched
-    by. A definition too deep or too long to read is left out."""
+    by. A definition too deep or too long to read is left out. `scope_of`: a function's scope,
+    shared with the walk of the raises; `data`: the file's bytes, to pass over an `__init__` that
+    does not mention `__init__` again (it cannot call its base's)."""
     out: list[Builder] = []
+    returns = _own_returns(module)
+    mentions = _Mentions(data, b"__init__")
     for node in _walk_statements(module):
         try:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "__init__":
-                templates = _returned_templates(node, module_scope)
+                own = returns.get(id(node))
+                templates = _returned_templates(node, module_scope, own, scope_of) if own else ()
                 if templates:
                     out.append(Builder(node.name, node.lineno, "function", templates))
             elif isinstance(node, ast.ClassDef):
-                found = _exception_builder(node, module_scope)
+                found = _exception_builder(node, module_scope, scope_of, mentions)
                 if found is not None:
                     out.append(found)
         except (Unscannable, RecursionError):
             continue
     return tuple(out)
+
+
+def _own_returns(module: ast.Module) -> dict[int, list[ast.Return]]:
+    """id(function) -> the `return` statements of its own body (not of functions or classes inside
+    it) that return text or a name, in order: one walk of the file's statements for all functions."""
+    found: dict[int, list[ast.Return]] = {}
+    stack: list[tuple[ast.AST, Optional[ast.AST]]] = [(module, None)]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, ast.Return):
+            if owner is not None and node.value is not None and (_is_text(node.value) or isinstance(node.value, ast.Name)):
+                found.setdefault(id(owner), []).append(node)
+            continue
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            else None if isinstance(node, ast.ClassDef) else owner
+        stack.extend((c, inner) for c in reversed(statement_children(node)))
+    return found
+
+
+class _Mentions:
+    """Where a word is written in a file: whether a line range holds it at least `n` times."""
+
+    def __init__(self, data: bytes, word: bytes) -> None:
+        # Line numbers as ast counts them, where lines end with \n only (else: every range may hold it).
+        self.lines: Optional[list[int]] = None
+        if data and b"\r" not in data:
+            self.lines = []
+            line, last = 1, 0
+            for m in re.finditer(re.escape(word), data):
+                line += data.count(b"\n", last, m.start())
+                last = m.start()
+                self.lines.append(line)
+
+    def at_least(self, n: int, first: int, last: int) -> bool:
+        if self.lines is None:
+            return True
+        return bisect.bisect_right(self.lines, last) - bisect.bisect_left(self.lines, first) >= n
 
 
 def _worth(text: str) -> bool:
@@ -731,12 +806,15 @@ def _function_scope(fn: _FuncNode) -> _Scope:
     return scope
 
 
-def _returned_templates(fn: _FuncNode, module_scope: _Scope) -> tuple[str, ...]:
-    returns = [n for n in _own_statements(fn) if isinstance(n, ast.Return) and n.value is not None
-               and (_is_text(n.value) or isinstance(n.value, ast.Name))]
+def _returned_templates(fn: _FuncNode, module_scope: _Scope, returns: Optional[list[ast.Return]] = None,
+                        scope_of: Optional[Callable[[_FuncNode], _Scope]] = None) -> tuple[str, ...]:
+    """`returns`: the function's own `return`s of text or a name (_own_returns), else found here."""
+    if returns is None:
+        returns = [n for n in _own_statements(fn) if isinstance(n, ast.Return) and n.value is not None
+                   and (_is_text(n.value) or isinstance(n.value, ast.Name))]
     if not returns:
         return ()
-    scope = _function_scope(fn)
+    scope = scope_of(fn) if scope_of is not None else _function_scope(fn)
     out = []
     for r in returns:
         assert r.value is not None
@@ -781,9 +859,15 @@ def _with_defaults(resolve: _Resolver, defaults: dict[str, ast.expr]) -> Callabl
     return look
 
 
-def _exception_builder(cls: ast.ClassDef, module_scope: _Scope) -> Optional[Builder]:
+def _exception_builder(cls: ast.ClassDef, module_scope: _Scope,
+                       scope_of: Optional[Callable[[_FuncNode], _Scope]] = None,
+                       mentions: Optional[_Mentions] = None) -> Optional[Builder]:
     init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     if init is None:
+        return None
+    # `Base.__init__(...)` writes `__init__` once more than the `def` does (a call's attribute is
+    # one token, on its own line)
+    if mentions is not None and not mentions.at_least(2, init.lineno, init.end_lineno or init.lineno):
         return None
     constants: dict[str, ast.expr] = {}
     for s in cls.body:
@@ -796,7 +880,7 @@ def _exception_builder(cls: ast.ClassDef, module_scope: _Scope) -> Optional[Buil
     positional = [*a.posonlyargs, *a.args]
     defaults: dict[str, ast.expr] = {p.arg: d for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
     defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    scope = _function_scope(init)
+    scope = scope_of(init) if scope_of is not None else _function_scope(init)
     templates: list[str] = []
     bare: list[str] = []
     for n in _own_nodes(init):

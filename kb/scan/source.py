@@ -165,8 +165,10 @@ def _utc(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def version_info(data: bytes, refused: Optional[list[Located]] = None) -> tuple[Optional[str], Optional[str]]:
-    """(`__version__`, `__commit_id__`) from the text of `vllm/_version.py`, read with ast.
+def version_info(data: bytes, refused: Optional[list[Located]] = None,
+                 path: str = "vllm/_version.py") -> tuple[Optional[str], Optional[str]]:
+    """(`__version__`, `__commit_id__` or `__commit__`) as written in `vllm/_version.py` (or
+    vLLM 0.5's `vllm/commit_id.py`), read with ast; `commit_of` reads the commit in the latter.
 
     Both name folders, files and links later, so a value that is not a plain version (or
     commit id) is ignored, and said so in `refused`."""
@@ -182,14 +184,46 @@ def version_info(data: bytes, refused: Optional[list[Located]] = None) -> tuple[
                     found.setdefault(target.id, (stmt.value.value, stmt.lineno))
     out: list[Optional[str]] = []
     for names, pattern, what in ((("__version__", "version"), _RELEASE, "version"),
-                                 (("__commit_id__", "commit_id"), _COMMIT, "commit id")):
+                                 (("__commit_id__", "commit_id", "__commit__"), _COMMIT, "commit id")):
         value, line = next((found[n] for n in names if found.get(n, ("",))[0]), ("", 0))
         if value and not pattern.fullmatch(value):
             if refused is not None:
-                refused.append(Located("vllm/_version.py", line, f"ignored: {_shown(value)!r} is not a {what}"))
+                refused.append(Located(path, line, f"ignored: {_shown(value)!r} is not a {what}"))
             value = ""
         out.append(value or None)
     return out[0], out[1]
+
+
+_SCM_NODE = re.compile(r"g?([0-9a-f]{7,64})")
+
+
+def commit_of(value: Optional[str]) -> Optional[str]:
+    """The commit id a `__commit_id__` (or `__commit__`) names, else None. setuptools-scm writes
+    its git node, "g" and the abbreviated commit (`g62d4bc3c7`: commit 62d4bc3c7); vLLM 0.5's
+    `vllm/commit_id.py` the full sha. Anything else (a Mercurial node, a placeholder) is no commit."""
+    m = _SCM_NODE.fullmatch((value or "").lower())
+    return m.group(1) if m else None
+
+
+def commit_kind(commit: Optional[str]) -> str:
+    """`full`: a whole commit id; `short`: an abbreviated one (what a release wheel's
+    vllm/_version.py holds); `tag`: none is known, the release tag names the source."""
+    if commit is None:
+        return "tag"
+    return "full" if len(commit) in (40, 64) else "short"
+
+
+def _version_files(read: Callable[[str], bytes], size: Callable[[str], int], have: Callable[[str], bool],
+                   refused: list[Located]) -> tuple[Optional[str], Optional[str]]:
+    """(version, commit) of a tree from vllm/_version.py, and the commit from vllm/commit_id.py
+    when _version.py names none (vLLM 0.5)."""
+    version, commit = None, None
+    for name in ("vllm/_version.py", "vllm/commit_id.py"):
+        if have(name) and _version_size_ok(size(name), refused, name):
+            v, c = version_info(read(name), refused, name)
+            version = version or (v if name == "vllm/_version.py" else None)
+            commit = commit or commit_of(c)
+    return version, commit
 
 
 # --- a folder --------------------------------------------------------------------------------
@@ -280,25 +314,27 @@ def _inside(root: Path, paths: list[str], refused: list[Located]) -> list[str]:
 
 
 def _dir_version(root: Path, refused: list[Located]) -> tuple[Optional[str], Optional[str]]:
-    f = root / "vllm" / "_version.py"
-    if not f.is_file():
-        return None, None
-    if not f.resolve().is_relative_to(root):
-        refused.append(Located("vllm/_version.py", 1, "ignored: a symbolic link to a file outside the tree"))
-        return None, None
-    if not _version_size_ok(f.stat().st_size, refused):
-        return None, None
-    return version_info(_read_file(root, "vllm/_version.py"), refused)
+    def have(name: str) -> bool:
+        f = root / name
+        if not f.is_file():
+            return False
+        if not f.resolve().is_relative_to(root):
+            refused.append(Located(name, 1, "ignored: a symbolic link to a file outside the tree"))
+            return False
+        return True
+
+    return _version_files(lambda name: _read_file(root, name), lambda name: (root / name).stat().st_size, have,
+                          refused)
 
 
 MAX_VERSION_BYTES = 64 * 1024  # vllm/_version.py is a few lines
 
 
-def _version_size_ok(size: int, refused: list[Located]) -> bool:
+def _version_size_ok(size: int, refused: list[Located], path: str = "vllm/_version.py") -> bool:
     if size <= MAX_VERSION_BYTES:
         return True
-    refused.append(Located("vllm/_version.py", 1, f"ignored: {size:,} bytes, over the {MAX_VERSION_BYTES // 1024} KiB "
-                                                  "limit for a version file"))
+    refused.append(Located(path, 1, f"ignored: {size:,} bytes, over the {MAX_VERSION_BYTES // 1024} KiB limit for a "
+                                    "version file"))
     return False
 
 
@@ -555,17 +591,47 @@ def from_wheel(path: Path, include_vendored: bool, expect: Optional[str] = None)
             raise SourceError(f"corrupt wheel member {p}: {e}", str(path)) from None
 
     paths = within_limits(_plainly_compressed(paths, members, refused), lambda p: members[p].file_size, read, refused)
-    version, commit = (None, None)
-    date = None
-    if "vllm/_version.py" in paths and _version_size_ok(members["vllm/_version.py"].file_size, refused):
-        version, commit = version_info(read("vllm/_version.py"), refused)
-        date = _utc(datetime(*members["vllm/_version.py"].date_time, tzinfo=UTC))
+    listed = set(paths)
+    version, commit = _version_files(read, lambda p: members[p].file_size, lambda p: p in listed, refused)
+    metadata = _metadata_member(members)
+    if version is None and metadata is not None:  # no vllm/_version.py before 0.6: the wheel's own metadata
+        version = _metadata_version(metadata, lambda: z.read(metadata), refused)
+    dated = members.get("vllm/_version.py") if "vllm/_version.py" in listed else metadata
+    date = _utc(datetime(*dated.date_time, tzinfo=UTC)) if dated is not None else None
     version = version or expect
     ref = f"v{version}" if version else "main"
     info = TreeInfo("wheel", str(path), ref, commit, date, version)
     return Tree(info, paths, excluded, read, z.close,
                 stamp=lambda p: f"zip-crc32:{members[p].CRC:08x}:{members[p].file_size}",
                 size=lambda p: members[p].file_size, warnings=refused)
+
+
+def _metadata_member(members: dict[str, zipfile.ZipInfo]) -> Optional[zipfile.ZipInfo]:
+    """The wheel's `vllm-<version>.dist-info/METADATA`, when it has exactly one."""
+    found = [i for name, i in members.items() if re.fullmatch(r"vllm-[^/]+\.dist-info/METADATA", name)]
+    return found[0] if len(found) == 1 else None
+
+
+MAX_METADATA_BYTES = 2**20  # vLLM's METADATA is 2-26 KB (its long description)
+
+
+def _metadata_version(info: zipfile.ZipInfo, read: Callable[[], bytes], refused: list[Located]) -> Optional[str]:
+    """The `Version:` header of a wheel's METADATA: the release of a wheel without vllm/_version.py."""
+    if info.file_size > MAX_METADATA_BYTES or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        refused.append(Located(info.filename, 1, "ignored: over 1 MiB or not stored or deflated"))
+        return None
+    try:
+        text = read().decode("utf-8", "replace")
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error):
+        return None
+    for number, line in enumerate(text.split("\n\n", 1)[0].splitlines(), start=1):
+        if line.startswith("Version:"):
+            value = line.removeprefix("Version:").strip()
+            if _RELEASE.fullmatch(value):
+                return value
+            refused.append(Located(info.filename, number, f"ignored: {_shown(value)!r} is not a version"))
+            return None
+    return None
 
 
 def _plainly_compressed(paths: list[str], members: dict[str, zipfile.ZipInfo], refused: list[Located]) -> list[str]:

@@ -8,8 +8,6 @@ from typing import Any
 
 from kb.files import compact_json
 from kb.model import Record
-from kb.records.present import without_text
-from kb.records.reports import thread
 from kb.search.words import (
     MAX_QUERY_CHARS,
     MAX_QUERY_TERMS,
@@ -36,6 +34,8 @@ MAX_REPORTS = 8
 
 
 def boost(r: Record) -> float:
+    from kb.records.reports import thread  # only a build needs it: `kb search` reads SEARCH_FORMAT here
+
     urls = [rep.url for rep in r.reports] + list(r.entry.references if r.entry is not None else ())
     reports = {thread(u) for u in urls}  # one GitHub thread once, however its URL is written
     return (CURATED_BOOST if r.entry is not None else 1.0) + REPORT_BOOST * min(len(reports), MAX_REPORTS)
@@ -44,6 +44,8 @@ def boost(r: Record) -> float:
 def _title_words(r: Record) -> list[str]:
     """The title; for a message built at run time (`{' '.join(errors)}`), whose title names only
     the function, the messages it is built from."""
+    from kb.records.present import without_text
+
     parts = [p for s in r.sites for p in s.fact.parts]
     return [r.title, *parts] if parts and without_text(r.template) else [r.title]
 

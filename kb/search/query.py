@@ -3,9 +3,10 @@ ranks them (search.js builds the same lunr query from the same clauses)."""
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -16,6 +17,7 @@ from kb.search.words import Clause, clauses
 
 if TYPE_CHECKING:
     from kb.explain.match import Found, Match, Matcher
+    from kb.search.rank import Rows
 
 MAX_LIMIT = 100
 SEARCH_INDEX = "api/search-index.json.gz"  # in a built site; gzipped (0.33.0: 5.8 MB -> 1.6 MB), the browser unpacks it
@@ -28,14 +30,14 @@ class Hit:
     score: float
     title: str
     kind: str  # "words", or how the exact lookup matched ("exact", "contained", ...)
+    preview: str = ""  # the start of what it means (plain text: the match index's), for `kb search`'s text
 
 
 class SearchIndex:
-    """A loaded search index: lunr's index and the titles by id."""
+    """A loaded search index: lunr's index and the titles by id. `index`: lunr's index already
+    loaded (the answer store's, kb/search/store.py, with its `rows`), else loaded from `data`."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
-        from lunr.index import Index
-
+    def __init__(self, data: dict[str, Any], index: Any = None, rows: Optional[Rows] = None) -> None:
         from kb.search.stem import register
 
         register()  # the index's pipeline names lunr.js's stemmer
@@ -43,11 +45,19 @@ class SearchIndex:
         self.release: Optional[str] = data.get("release")
         self.docs: list[tuple[str, str]] = [(d[0], d[1]) for d in data["docs"]]
         self.titles: dict[str, str] = dict(self.docs)
-        self.index = Index.load(data["index"])
+        if index is None:
+            from lunr.index import Index
+
+            index = Index.load(data["index"])
+        self.index = index
+        self.vectors: dict[str, Optional[dict[int, float]]] = {}  # the field vectors ranked, kept (rank.py)
+        self.rows = rows  # the field vectors by term, when the answer store has them (rank.py)
 
     def words(self, query: str, limit: int = 10) -> list[Hit]:
         """The errors whose words the query's words are, best first (score, then id)."""
         from lunr.query import Query
+
+        from kb.search.rank import plain, ranked
 
         parts = clauses(query)
         if not parts:
@@ -58,13 +68,19 @@ class SearchIndex:
                 q.term(c.term, boost=c.boost, use_pipeline=False, wildcard=Query.WILDCARD_TRAILING)
             else:
                 q.term(c.term, boost=c.boost)
-        found = self.index.query(q)
+        if plain(q):  # lunr's arithmetic, faster (kb/search/rank.py)
+            found = ranked(self.index, q, self.vectors, self.rows)
+        else:
+            found = [(m["ref"], m["score"], frozenset(m["match_data"].metadata)) for m in self.index.query(q)]
         words = max((n for c in parts for n in c.words), default=0) + 1
         forms = [(c, self.index.pipeline.run_string(c.term) if not c.prefix else [c.term]) for c in parts]
-        ranked = sorted(((score6(float(m["score"]) * coordination(list(m["match_data"].metadata), forms, words)),
-                          self.docs[int(m["ref"])][0]) for m in found),
-                        key=lambda x: (-x[0], x[1]))
-        return [Hit(ident, score, self.titles[ident], "words") for score, ident in ranked[:limit] if score > 0]
+        shares: dict[frozenset[str], float] = {}  # by the terms a document holds: most hold the same few
+        for _, _, held in found:
+            if held not in shares:
+                shares[held] = coordination(list(held), forms, words)
+        hits = heapq.nsmallest(limit, ((score6(float(score) * shares[held]), self.docs[int(ref)][0])
+                                       for ref, score, held in found), key=lambda x: (-x[0], x[1]))
+        return [Hit(ident, score, self.titles[ident], "words") for score, ident in hits[:limit] if score > 0]
 
 
 def score6(x: float) -> float:
@@ -99,14 +115,15 @@ class Searcher:
         from kb.explain.match import explain
 
         hits: list[Hit] = []
-        for f in explain(query, self.matcher).found:  # an older wording leads to its successor's page
+        for f in explain(query, self.matcher, suggest=False).found:  # an older wording leads to its successor's page
             m, ident = _with_page(f)
             if ident and all(h.id != ident for h in hits):
                 hits.append(Hit(ident, float(m.score), self.words.titles.get(ident, str(m.entry["title"])), m.kind))
         for h in self.words.words(query, limit):
             if all(h.id != x.id for x in hits):
                 hits.append(h)
-        return hits[:limit]
+        return [replace(h, preview=str(self.matcher.live[h.id].get("meaning") or "")) if h.id in self.matcher.live
+                else h for h in hits[:limit]]
 
 
 def _page(m: Match) -> str:
@@ -129,6 +146,19 @@ def _with_page(f: Found) -> tuple[Match, str]:
 
 
 def load_search_index(path: Path) -> SearchIndex:
+    return search_index_of(read_search_index(path), path)
+
+
+def search_index_of(data: dict[str, Any], path: Path) -> SearchIndex:
+    """The search index of checked data read from `path` (lunr loads it)."""
+    try:
+        return SearchIndex(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise KBError(f"not a search index: lunr cannot load it ({type(e).__name__})", str(path)) from None
+
+
+def read_search_index(path: Path) -> dict[str, Any]:
+    """A search index file, checked (index_problem); KBError, located, when it is not one."""
     try:
         data = json.loads(read_text(path, MAX_SEARCH_INDEX_BYTES))
     except FileNotFoundError:
@@ -140,10 +170,8 @@ def load_search_index(path: Path) -> SearchIndex:
     problem = index_problem(data)
     if problem:
         raise KBError(f"not a search index: {problem}", str(path))
-    try:
-        return SearchIndex(data)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise KBError(f"not a search index: lunr cannot load it ({type(e).__name__})", str(path)) from None
+    assert isinstance(data, dict)
+    return data
 
 
 def index_problem(data: object) -> Optional[str]:
@@ -179,7 +207,9 @@ def hits_json(release: str, hits: list[Hit], site_url: Optional[str] = None) -> 
 
 
 def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
-    from kb.explain.output import page_url
+    """Each result: its title, the start of what it means (a sentence, plain text), its id and page."""
+    from kb.explain.output import ABSOLUTE_HINT, page_url
+    from kb.explain.prose import PREVIEW_CHARS, lead
 
     if not hits:
         return f"vLLM {release}: no error matches these words. Try fewer words, or other ones.\n"
@@ -187,5 +217,7 @@ def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> 
     for n, h in enumerate(hits, 1):
         how = "" if h.kind == "words" else f"  [your text matches this message: {h.kind}]"
         lines.append(f"{n:3}. {h.title}{how}")
+        if h.preview:
+            lines.append(f"     {lead(h.preview, PREVIEW_CHARS)[0]}")
         lines.append(f"     {h.id}  {page_url(h.id, site_url)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ([] if site_url else ["", ABSOLUTE_HINT])) + "\n"

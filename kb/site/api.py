@@ -21,8 +21,10 @@ from kb.files import compact_json, gzip_text
 from kb.model import REPO, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
 from kb.records.present import github_url, message_pattern, shown_lines, trigger_text
-from kb.search.index import search_index_json
+from kb.scan.source import commit_kind
+from kb.search.index import search_index
 from kb.search.query import SEARCH_INDEX
+from kb.search.shards import word_shards
 
 if TYPE_CHECKING:
     from kb.config.model import ConfigModel
@@ -50,8 +52,9 @@ class SiteInfo:
 
     @property
     def commit_kind(self) -> str:
-        """`short`: the short commit id of vllm/_version.py in a release wheel; `full`: a git sha."""
-        return "short" if self.tree.kind == "wheel" else "full"
+        """`full`: a git sha; `short`: the abbreviated commit of a release wheel's vllm/_version.py;
+        `tag`: no commit is known (analyzedSha then holds the release tag)."""
+        return commit_kind(self.tree.commit)
 
 
 def check_trees(records: Sequence[Record]) -> tuple[tuple[str, tuple[str, ...], str], ...]:
@@ -120,7 +123,7 @@ def api_record(record: Record, info: SiteInfo) -> dict[str, Any]:
         "tryCatchPattern": defensive.code if defensive is not None and defensive.strategy == "try-except" else None,
         "preventionTips": list(e.prevention) if e is not None else [],
         "tags": tags,
-        "analyzedSha": info.tree.commit or info.tree.ref,
+        "analyzedSha": info.tree.commit or info.tree.ref,  # no commit known: the tag that names the source
         "analyzedAt": info.tree.commit_date or "1970-01-01T00:00:00Z",
         "schemaVersion": SCHEMA_VERSION,
         "kb": {
@@ -285,10 +288,11 @@ def slugs_json(records: Sequence[Record]) -> str:
     return compact_json({r.slug: r.id for r in sorted(records, key=lambda r: r.slug)})
 
 
-def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = ()) -> \
-        Iterator[tuple[str, str | bytes]]:
+def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = (),
+              search_box: bool = True) -> Iterator[tuple[str, str | bytes]]:
     """The API files about all records together: the index of ids, the record schema and the
-    match index that the site's lookup and `kb explain` read (with the older wordings), and
+    match index that the site's lookup and `kb explain` read (with the older wordings), the word
+    index (`kb search`) and, with `search_box`, its pieces the site's search box reads, and
     llms.txt."""
     yield "llms.txt", llms_txt(records, info)
     yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
@@ -297,4 +301,7 @@ def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Word
     yield SLUGS, slugs_json(records)
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
     yield MATCH_INDEX, gzip_text(match_index_json(records, info.tree.release, wordings))
-    yield SEARCH_INDEX, gzip_text(search_index_json(records, info.tree.release))
+    words = search_index(records, info.tree.release)
+    yield SEARCH_INDEX, gzip_text(compact_json(words))
+    if search_box:
+        yield from word_shards(words, records)  # the same index in pieces, for the site's search box

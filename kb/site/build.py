@@ -12,9 +12,9 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
@@ -30,14 +30,17 @@ from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, cache_dir, data_dir
 from kb.records.merge import attach_set_by
 from kb.releases.history import History
+from kb.releases.known import Known, known_releases
 from kb.site.api import SiteInfo, api_files, api_record, check_trees, config_api_files, record_files
 from kb.site.config_pages import env_pages, env_urls, key_pages, key_urls
 from kb.site.flags import flag_pages
 from kb.site.highlight import css, highlight_excerpts
+from kb.site.home import gist_cites, home_counts, top_errors
 from kb.site.output import Output
-from kb.site.releases import release_pages
+from kb.site.releases import known_release_pages, release_pages
 from kb.site.render import (
     browse_page,
+    curated_page,
     error_page,
     home_page,
     list_page,
@@ -45,7 +48,8 @@ from kb.site.render import (
     simple_page,
     templates_digest,
 )
-from kb.site.views import Summary, error_view, family_ids, live_pages, summary
+from kb.site.views import Summary, cited_ids, error_view, family_ids, live_pages, summary
+from kb.stages import Stages
 from kb.urls import site_url
 from kb.workers import worker_pool
 
@@ -81,35 +85,46 @@ class BuildReport:
 
 def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record],
                progress: Optional[Progress] = None, history: Optional[History] = None,
-               wordings: Sequence[Wording] = (), warn: Optional[Callable[[str], None]] = None) -> BuildReport:
+               wordings: Sequence[Wording] = (), warn: Optional[Callable[[str], None]] = None,
+               known: Optional[Known] = None, stages: Optional[Stages] = None,
+               input_key: Optional[str] = None, keep: bool = True) -> BuildReport:
     """The site of `scan` (the newest release), from its merged records. With a `history`, also
     its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
-    release pages."""
+    release pages; without one, the releases kb knows (`known`, else from the shipped wordings)
+    and the built release's page. `stages`: told as each stage ends; `input_key`: the digest of
+    everything the site is made from (kb/site/reuse.py), kept in its manifest; `keep`: take over
+    the previous build's files whose inputs did not change."""
+    stages = stages or Stages()
     info = SiteInfo(scan.tree, options.report_repo, options.site_url.rstrip("/") if options.site_url else None,
                     history.releases if history is not None else (), check_trees(records),
                     json.dumps(calculator(scan.config, records), sort_keys=True))
     jobs = options.jobs if options.jobs is not None else (os.cpu_count() or 1)
     records = attach_set_by(records, scan.config, jobs)
+    stages.done("what sets each", f"{len(records):,} errors followed to flags, environment and config.json")
     records = attach_derived(records, scan.config, jobs, cache_dir())
+    stages.done("derived guidance", f"{sum(r.derived is not None for r in records):,} errors")
     if warn is not None:
         for w in over_budget(records):
             warn(w)
     try:
-        out = Output(options.output)
+        out = Output(options.output, keep)
     except OSError as e:
         raise _write_error(e, options.output) from None
     try:
-        report = _write_all(scan, list(records), info, out, options, progress, wordings)
-        if history is not None:
-            for path, text in release_pages(history, records, info):
-                out.write(path, text)
-        out.commit()
+        report = _write_all(scan, list(records), info, out, options, progress, wordings, stages)
+        releases = (release_pages(history, records, info) if history is not None
+                    else known_release_pages(known or known_releases(scan), records, info))
+        for path, text in releases:
+            out.write(path, text)
+        out.commit(input_key)
     except OSError as e:  # a read-only folder, an immutable site, a full disk: the old site stays
         out.abort()
         raise _write_error(e, options.output) from None
     except BaseException:
         out.abort()
         raise
+    report = replace(report, files_written=out.written, files_kept=out.kept, bytes=out.bytes)
+    stages.done("write", f"{out.written:,} files written, {out.kept:,} kept, {out.bytes / 1e6:.1f} MB")
     return report
 
 
@@ -122,7 +137,7 @@ def _write_error(e: OSError, output: Path) -> KBError:
 
 
 def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Output, options: BuildOptions,
-               progress: Optional[Progress], wordings: Sequence[Wording]) -> BuildReport:
+               progress: Optional[Progress], wordings: Sequence[Wording], stages: Stages) -> BuildReport:
     summaries = {r.id: summary(r) for r in records}
     canonical = live_pages(records)
     globals_key = json.dumps([templates_digest(), code_digest(), _info_key(info)], sort_keys=True)
@@ -139,13 +154,12 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
     if progress:
         progress("pages", 0, total)
     keys = {r.id: k for r, k in changed}
-    with _Renderer(todo, summaries, info, options.jobs, canonical) as pages:  # workers start rendering now
-        for r, key in changed:
-            for path, text in record_files(r, info):
-                out.write(path, text, key)
-        largest = ("", 0)
-        rendered = 0
-        for ident, path, html in pages:
+    largest = ("", 0)
+    rendered = others = 0
+
+    def take(done: Iterable[tuple[str, str, str]]) -> None:
+        nonlocal largest, rendered
+        for ident, path, html in done:
             out.write(path, html, keys[ident])
             rendered += 1
             if len(html) > largest[1]:
@@ -153,10 +167,23 @@ def _write_all(scan: ScanResult, records: list[Record], info: SiteInfo, out: Out
             if progress and (rendered % 50 == 0 or rendered == total):
                 progress("pages", rendered, total)
 
-    for path, data in _other_pages(scan, records, info, summaries, wordings):
-        out.write(path, data)
-        if path.endswith(".html") and isinstance(data, str) and len(data.encode()) > largest[1]:
-            largest = (path, len(data.encode()))
+    with _Renderer(todo, summaries, info, options.jobs, canonical) as pages:  # workers start rendering now
+        for r, key in changed:
+            for path, text in record_files(r, info):
+                out.write(path, text, key)
+        # the other pages are made here while the workers render the error pages
+        other_largest = ("", 0)
+        for path, data in _other_pages(scan, records, info, summaries, wordings):
+            out.write(path, data)
+            others += 1
+            if path.endswith(".html") and isinstance(data, str) and len(data.encode()) > other_largest[1]:
+                other_largest = (path, len(data.encode()))
+            take(pages.ready())
+        take(pages)
+    if other_largest[1] > largest[1]:
+        largest = other_largest
+    stages.done("pages", f"{rendered:,} error pages rendered, {len(records) - rendered:,} unchanged; "
+                         f"{others:,} other files: lists, flags, API, search indexes")
     return BuildReport(options.output, len(records), rendered, out.written, out.kept, out.bytes, largest)
 
 
@@ -181,16 +208,23 @@ def code_digest() -> str:
 def record_key(globals_key: str, file_key: str, r: Record, summaries: dict[str, Summary], canonical: str = "") -> str:
     """Everything a record's page and JSON are made from: the source file's bytes (the sites
     follow from them), the curated entry (with its family), and what the page shows of related
-    records and of the family's members."""
+    records, of the family's members and of the errors its prose cites."""
     h = hashlib.sha256(globals_key.encode())
     h.update(json.dumps([file_key, r.file, r.id, r.slug, r.title, repr(r.entry), list(r.stale), r.checked,
                          repr(r.history), r.removed_since, r.ref, list(r.aliases), repr(r.setby), repr(r.reports),
-                         repr(r.derived), canonical,
+                         _derived_key(r), canonical,
                          [list(vars(summaries[i]).values()) for i in r.related],
-                         [list(vars(summaries[i]).values()) for i in family_ids(r) if i in summaries]]).encode())
+                         [list(vars(summaries[i]).values()) for i in family_ids(r) if i in summaries],
+                         [list(vars(summaries[i]).values()) for i in cited_ids(r) if i in summaries]]).encode())
     if not file_key:  # sites built by hand (tests): their facts are the input
         h.update(repr(r.sites).encode())
     return h.hexdigest()
+
+
+def _derived_key(r: Record) -> str:
+    """The derived guidance as its JSON, which reads the same whether computed or read back from
+    the cache (its repr does not: a cached flag's keys come back sorted)."""
+    return json.dumps(r.derived.to_json(), sort_keys=True, default=repr) if r.derived is not None else ""
 
 
 def _info_key(info: SiteInfo) -> list[Any]:
@@ -209,7 +243,7 @@ def _render_group(records: list[Record], links: dict[str, Summary], info: SiteIn
     return [
         (r.id, f"errors/{r.id}/index.html",
          error_page(error_view(r, info, [links[i] for i in r.related], [links[i] for i in family_ids(r) if i in links],
-                               canonical.get(r.id, "")),
+                               canonical.get(r.id, ""), [links[i] for i in cited_ids(r) if i in links]),
                     info, html_lines))
         for r in records
     ]
@@ -229,13 +263,14 @@ class _Renderer:
     def __init__(self, todo: dict[str, list[Record]], summaries: dict[str, Summary], info: SiteInfo,
                  jobs: Optional[int], canonical: Optional[dict[str, str]] = None) -> None:
         live = canonical or {}
-        self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f] for i in r.related + family_ids(r)
-                                               if i in summaries}, {r.id: live[r.id] for r in todo[f] if r.id in live})
+        self.groups: list[Group] = [(todo[f], {i: summaries[i] for r in todo[f]
+                                               for i in r.related + family_ids(r) + cited_ids(r) if i in summaries},
+                                     {r.id: live[r.id] for r in todo[f] if r.id in live})
                                     for f in sorted(todo)]
         self.info = info
         self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
         self.pool: Optional[ProcessPoolExecutor] = None
-        self.futures: list[Future[list[tuple[str, str, str]]]] = []
+        self.futures: list[Future[list[tuple[str, str, str]]]] = []  # not collected yet
 
     def __enter__(self) -> _Renderer:
         if self.workers > 1 and len(self.groups) >= 4:
@@ -244,17 +279,32 @@ class _Renderer:
                             for b in _batches(self.groups, self.workers * 6)]
         return self
 
+    def ready(self) -> Iterator[tuple[str, str, str]]:
+        """The pages rendered by now and not collected yet, without waiting."""
+        done, self.futures = _split_done(self.futures)
+        for future in done:
+            yield from future.result()
+
     def __iter__(self) -> Iterator[tuple[str, str, str]]:
         if self.pool is None:
             for records, related, canonical in self.groups:
                 yield from _render_group(records, related, self.info, canonical)
             return
-        for future in self.futures:
-            yield from future.result()
+        while self.futures:
+            yield from self.futures.pop(0).result()
 
     def __exit__(self, *exc: object) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _split_done(futures: list[Future[T]]) -> tuple[list[Future[T]], list[Future[T]]]:
+    """(those done, the others), each future looked at once."""
+    done: list[Future[T]] = []
+    waiting: list[Future[T]] = []
+    for f in futures:
+        (done if f.done() else waiting).append(f)
+    return done, waiting
 
 
 def _batches(groups: list[Group], count: int) -> list[list[Group]]:
@@ -275,8 +325,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     flags = len({flag_slug(f) for f in scan.config.flags}) if scan.config is not None else 0
     env = len({page_slug(e.name) for e in scan.config.env}) if scan.config is not None else 0
     keys = len({page_slug(k.key) for k in scan.config.config_keys}) if scan.config is not None else 0
-    counts = scan.counts | {"curated": sum(1 for r in records if r.curated), "flags": flags, "env_pages": env,
-                            "key_pages": keys}
+    counts = home_counts(scan, records) | {"flags": flags, "env_pages": env, "key_pages": keys}
     by_subsystem: dict[str, list[Record]] = {}
     by_class: dict[str, list[Record]] = {}
     for r in records:
@@ -285,8 +334,13 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     subsystems = sorted(((k, len(v)) for k, v in by_subsystem.items()), key=lambda x: (-x[1], x[0]))
     classes = sorted(((k, len(v)) for k, v in by_class.items()), key=lambda x: (-x[1], x[0]))
     curated = [summaries[r.id] for r in sorted(records, key=lambda r: (r.title.lower(), r.id)) if r.curated]
-
-    yield "index.html", home_page(info, curated, counts, subsystems, classes)
+    top = top_errors(records)
+    yield "index.html", home_page(info, top, counts, subsystems, classes, gist_cites(top, summaries))
+    if curated:
+        lists = _paginate(curated)
+        for n, part in enumerate(lists, start=1):
+            path = "curated/" + (f"page-{n}/" if n > 1 else "") + "index.html"
+            yield path, curated_page(path, info, part, len(curated), {"pages": len(lists), "page": n, "base": "curated/"})
 
     file_links: list[tuple[str, str]] = []  # (file, where its list starts)
     linked: set[str] = set()
@@ -373,6 +427,7 @@ def _paginate(items: list[T], size: int = PAGE_SIZE) -> list[list[T]]:
 def _sitemap(base: str, records: list[Record], by_subsystem: dict[str, list[Record]],
              flag_urls: Sequence[str] = ()) -> str:
     urls = [f"{base}/", f"{base}/browse/", f"{base}/search/", f"{base}/api/", f"{base}/contribute/", f"{base}/about/"]
+    urls += [f"{base}/curated/"] if any(r.curated for r in records) else []
     urls += [f"{base}/browse/{name}/" for name in sorted(by_subsystem)]
     urls += [f"{base}/errors/{r.id}/" for r in records]
     urls += [f"{base}/{page}" for page in flag_urls]

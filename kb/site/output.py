@@ -18,8 +18,9 @@ import tempfile
 import time
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 MANIFEST = ".kb-build.json.gz"  # the key of every file, gzipped: it is published with the site
 LEGACY_MANIFEST = ".kb-build.json"  # a site built by an older kb: still recognised, its keys still used
@@ -32,7 +33,9 @@ class Output:
     """Raises OSError (with the file name) when the folder cannot be made or written; the
     previous site is left as it was."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, keep: bool = True) -> None:
+        """`keep`: take over the files of the previous build whose inputs did not change (not when
+        its files may not be what it wrote)."""
         self.target = target
         self.old_root = str(target)
         if os.path.islink(target):
@@ -48,8 +51,9 @@ class Output:
         remove_stale(target)
         self.tmp = _owned_folder(target, "building")
         self.root = str(self.tmp)
-        self.old: dict[str, str] = _old_keys(target)
+        self.old: dict[str, str] = _old_keys(target) if keep else {}
         self.keys: dict[str, str] = {}
+        self.sums: dict[str, tuple[bytes, int]] = {}  # file_sum of each file written (not taken over)
         self.dirs: set[str] = {self.root}
         self.written = 0
         self.kept = 0
@@ -83,10 +87,12 @@ class Output:
         self._folder(os.path.dirname(dest))
         with open(dest, "wb") as f:
             f.write(data)
+        self.sums[path] = file_sum(data)
         self.bytes += len(data)
         self.written += 1
 
     def _link(self, old: str, path: str) -> None:
+        self.sums.pop(path, None)  # read again for the digest, if one is asked for
         dest = os.path.join(self.root, path)
         self._folder(os.path.dirname(dest))
         try:
@@ -101,11 +107,17 @@ class Output:
             os.makedirs(folder, exist_ok=True)
             self.dirs.add(folder)
 
-    def commit(self) -> None:
-        """The new site in place of the old one, or (on any error) the old one as it was."""
+    def commit(self, input_key: Optional[str] = None) -> None:
+        """The new site in place of the old one, or (on any error) the old one as it was. With the
+        `input_key` of everything the site is made from (kb/site/reuse.py), the manifest also holds
+        it and the digest of the site's files, so that a build of the same inputs keeps the site."""
         os.unlink(os.path.join(self.root, OWNER))
-        text = json.dumps({"format": "kb-build/2", "keys": {k: v[:KEY_CHARS] for k, v in sorted(self.keys.items())}},
-                          indent=0, sort_keys=True) + "\n"
+        manifest: dict[str, object] = {"format": "kb-build/2",
+                                       "keys": {k: v[:KEY_CHARS] for k, v in sorted(self.keys.items())}}
+        if input_key is not None:
+            manifest["input"] = input_key
+            manifest["content"] = site_digest(self.root, self.keys, self.sums)[0]
+        text = json.dumps(manifest, indent=0, sort_keys=True) + "\n"
         with open(os.path.join(self.root, MANIFEST), "wb") as f:
             f.write(gzip.compress(text.encode("utf-8"), mtime=0))  # mtime 0: the same keys, the same bytes
         os.chmod(self.tmp, 0o755)
@@ -134,9 +146,8 @@ class Output:
 MAX_MANIFEST = 64 << 20  # bytes of a manifest unpacked: a damaged or hostile one is ignored, not read whole
 
 
-def _old_keys(site: Path) -> dict[str, str]:
-    """The previous build's key per file (cut to KEY_CHARS); nothing when the manifest is
-    missing, damaged or too large."""
+def read_manifest(site: Path) -> dict[str, Any]:
+    """The previous build's manifest; empty when it is missing, damaged or too large."""
     try:
         if (site / MANIFEST).is_file():
             with gzip.open(site / MANIFEST, "rb") as f:
@@ -146,12 +157,74 @@ def _old_keys(site: Path) -> dict[str, str]:
                 raw = f.read(MAX_MANIFEST + 1)
         if len(raw) > MAX_MANIFEST:
             return {}
-        keys = json.loads(raw.decode("utf-8"))["keys"]
-    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, RecursionError):
+        manifest = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError, zlib.error, ValueError, TypeError, RecursionError):
         return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def _old_keys(site: Path) -> dict[str, str]:
+    """The previous build's key per file (cut to KEY_CHARS); nothing when the manifest is
+    missing, damaged or too large."""
+    keys = read_manifest(site).get("keys")
     if not isinstance(keys, dict):
         return {}
     return {k: v[:KEY_CHARS] for k, v in keys.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def file_sum(data: bytes) -> tuple[bytes, int]:
+    """One file's part of the site's digest: the digest of its bytes, and their number."""
+    return hashlib.blake2b(data, digest_size=16).digest(), len(data)
+
+
+def site_digest(root: str, paths: Iterable[str], known: Optional[dict[str, tuple[bytes, int]]] = None) -> \
+        tuple[str, int]:
+    """A digest of the files `paths` of the folder `root` (names and bytes), and their bytes;
+    `known`: the file_sum of files just written (the others are read)."""
+    h = hashlib.blake2b(digest_size=16)
+    total = 0
+    for path in sorted(paths):
+        found = known.get(path) if known is not None else None
+        if found is None:
+            with open(os.path.join(root, path), "rb") as f:
+                found = file_sum(f.read())
+        digest, size = found
+        h.update(b"%s\0%d\0%s" % (path.encode("utf-8", "surrogateescape"), size, digest))
+        total += size
+    return h.hexdigest(), total
+
+
+@dataclass(frozen=True)
+class SiteCheck:
+    """What the manifest of the site at a target says of it, and whether its files agree."""
+
+    built_from: bool = False  # the manifest names the input key asked about
+    intact: bool = False  # the folder holds exactly the files the manifest lists, with their bytes (digest)
+    files: int = 0
+    bytes: int = 0
+
+
+def check_site(target: Path, input_key: str) -> SiteCheck:
+    """Whether the site at `target` was built from `input_key` and is still what that build wrote."""
+    if os.path.islink(target) or not target.is_dir():
+        return SiteCheck()
+    manifest = read_manifest(target)
+    keys = manifest.get("keys")
+    if manifest.get("input") != input_key or not isinstance(keys, dict) or not isinstance(manifest.get("content"), str):
+        return SiteCheck()
+    root = str(target)
+    found: set[str] = set()
+    for folder, _dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        found.update(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/") for name in files)
+    found.discard(MANIFEST)
+    if found != set(keys):
+        return SiteCheck(built_from=True)
+    try:
+        digest, size = site_digest(root, found)
+    except OSError:
+        return SiteCheck(built_from=True)
+    return SiteCheck(True, digest == manifest["content"], len(found), size)
 
 
 def _process_start(pid: int) -> str:

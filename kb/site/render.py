@@ -24,7 +24,9 @@ from kb.model import Entry, Record
 from kb.paths import data_dir
 from kb.scan.messages import placeholder_spans
 from kb.site.api import SiteInfo
+from kb.site.fixdiff import fix_code
 from kb.site.highlight import highlight_excerpts
+from kb.site.home import TopError
 from kb.site.views import SHOWN_INPUTS, SHOWN_TRIGGERS, ErrorView, SiteView, Summary
 
 # Characters HTML does not allow in a document (NUL, the other C0 and C1 controls but tab, line
@@ -63,11 +65,27 @@ def environment(templates: Optional[str] = None) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.template_class = _Template
-    env.filters["markdown"] = to_html
-    env.filters["inline_markdown"] = to_inline_html
+    env.filters["markdown"] = _markdown
+    env.filters["inline_markdown"] = _inline_markdown
     env.filters["message"] = message_html
     env.filters["short_date"] = lambda d: (d or "")[:10]
     return env
+
+
+def cite_links(cites: Iterable[Summary], root: str) -> dict[str, tuple[str, str]]:
+    """id -> (href from a page at `root`, title): the error ids prose may link (views.cited_ids)."""
+    return {c.id: (f"{root}errors/{c.id}/", c.title) for c in cites}
+
+
+@jinja2.pass_context
+def _markdown(context: jinja2.runtime.Context, text: str) -> Markup:
+    """Prose as HTML; the ids it cites that the page's `cites` names become links to their pages."""
+    return to_html(text, links=cite_links(context.get("cites", ()), context.get("root", "")))
+
+
+@jinja2.pass_context
+def _inline_markdown(context: jinja2.runtime.Context, text: str) -> Markup:
+    return to_inline_html(text, links=cite_links(context.get("cites", ()), context.get("root", "")))
 
 
 def templates_digest(templates: Optional[str] = None) -> str:
@@ -152,11 +170,12 @@ def error_page(view: ErrorView, info: SiteInfo, html_lines: Optional[dict[int, s
         "max_inputs": SHOWN_INPUTS,
         "not_followed": NOT_FOLLOWED,
         "issue_url": issue_url(record, info),
+        "cites": view.cites,
         # the guards as "When it happens" writes them: "What sets this" repeats its trigger only where
         # following names to flags and keys changed it
         "has_placeholders": bool(placeholder_spans(record.template)),
         "raw_conditions": {s.fact.guard for s in record.sites},
-        "fix_code": (code_html(fix.before, fix.language), code_html(fix.after, fix.language)) if fix else None,
+        "fix_code": fix_code(fix.before, fix.after, fix.language) if fix else None,
         "defensive_code": code_html(entry.defensive.code, "python")
         if entry is not None and entry.defensive is not None else None,
     }
@@ -190,12 +209,24 @@ def list_page(path: str, info: SiteInfo, title: str, intro: str, groups: list[tu
     return environment().get_template("list.html.jinja2").render(ctx)
 
 
-def home_page(info: SiteInfo, curated: list[Summary], counts: dict[str, int], subsystems: list[tuple[str, int]],
-              classes: list[tuple[str, int]]) -> str:
+SHOWN_CLASSES = 6  # exception classes the home page names; the rest are on /browse/
+
+
+def home_page(info: SiteInfo, top: list[TopError], counts: dict[str, int], subsystems: list[tuple[str, int]],
+              classes: list[tuple[str, int]], cites: Iterable[Summary] = ()) -> str:
+    """`top`: the errors users hit most (kb.site.home.top_errors); `cites`: the errors their gists cite."""
     page = Page("index.html")
-    ctx = _common(info, page, "vLLM Error KB") | {"curated": curated, "counts": counts, "subsystems": subsystems,
-                                                  "classes": classes}
+    ctx = _common(info, page, "vLLM Error KB") | {"top": top, "counts": counts, "subsystems": subsystems,
+                                                  "classes": classes, "shown_classes": SHOWN_CLASSES,
+                                                  "cites": tuple(cites)}
     return environment().get_template("home.html.jinja2").render(ctx)
+
+
+def curated_page(path: str, info: SiteInfo, curated: list[Summary], total: int, pager: dict[str, Any]) -> str:
+    """/curated/: every curated error of the release, by title, paginated."""
+    return list_page(path, info, "Curated errors",
+                     f"The {total} errors of {info.label} with curated explanations and fixes, by title.",
+                     [("", curated)], pager)
 
 
 def browse_page(info: SiteInfo, subsystems: list[tuple[str, int]], classes: list[tuple[str, int]],

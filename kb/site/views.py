@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, Optional
 from kb.checks.evaluate import readable, to_tree
 from kb.checks.vocab import INPUTS, UNKNOWN
 from kb.derived.guidance import DERIVED, Guidance, guidance
+from kb.entries.markdown import ERROR_ID
 from kb.hardware import Gpu
 from kb.model import Entry, Excerpt, RaiseSite, Record
 from kb.records.present import Trigger, github_url, shown_lines, trigger_of
@@ -139,6 +140,20 @@ def family_ids(record: Record) -> tuple[str, ...]:
     return e.family.members if e is not None and e.family is not None else ()
 
 
+def cited_ids(record: Record) -> tuple[str, ...]:
+    """The error ids its curated prose cites (each becomes a link to that page with its title),
+    in order of first mention, its own id left out."""
+    e = record.entry
+    if e is None:
+        return ()
+    texts = [e.meaning, *e.solutions, *e.prevention, e.trigger, *(c.text for c in e.common_situations)]
+    if e.family is not None:
+        texts.append(e.family.explanation)
+    found = dict.fromkeys(m.group(0) for t in texts for m in ERROR_ID.finditer(t))
+    found.pop(record.id, None)
+    return tuple(found)
+
+
 def family_view(record: Record, members: Sequence[Summary]) -> Optional[FamilyView]:
     e = record.entry
     if e is None or e.family is None:
@@ -163,6 +178,7 @@ class ErrorView:
     family: Optional[FamilyView] = None
     guidance: Guidance = field(default_factory=Guidance)  # each section curated, derived or empty (kb/derived/guidance.py)
     canonical: str = ""  # the site path of the live page this one is an older release's page of, else ""
+    cites: tuple[Summary, ...] = ()  # the errors its curated prose cites by id (cited_ids) that have a page
 
     @property
     def noindex(self) -> bool:
@@ -171,9 +187,10 @@ class ErrorView:
 
 
 def error_view(record: Record, info: SiteInfo, related: list[Summary], family: Sequence[Summary] = (),
-               canonical: str = "") -> ErrorView:
+               canonical: str = "", cites: Sequence[Summary] = ()) -> ErrorView:
     """`family`: the summaries of the members of the record's family (family_ids) that have a page;
-    `canonical`: the id of the live page of a removed error (live_pages), else ""."""
+    `canonical`: the id of the live page of a removed error (live_pages), else ""; `cites`: the
+    summaries of the ids its prose cites (cited_ids) that have a page."""
     ref = record.ref or info.tree.ref
     full = FULL_EXCERPTS if len(record.sites) <= 4 else 1  # keeps pages of many-site ids under 50 KB
     sites = tuple(site_view(s, ref, i < full, i < SHOWN_EXCERPTS, record.curated) for i, s in enumerate(record.sites))
@@ -189,7 +206,7 @@ def error_view(record: Record, info: SiteInfo, related: list[Summary], family: S
         triggers=tuple(TriggerGroup(t, tuple(lines)) for t, lines in groups), related=tuple(related),
         check=check_view(record, info.checks), fix=fix_view(record), history=history_view(record),
         fit=fit_view(record, info), json_ld=json_ld(record, info), family=family_view(record, family),
-        guidance=guidance(record), canonical=f"errors/{canonical}/" if canonical else "",
+        guidance=guidance(record), canonical=f"errors/{canonical}/" if canonical else "", cites=tuple(cites),
     )
 
 

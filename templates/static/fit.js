@@ -184,8 +184,13 @@
       }
       return false;
     }
-    if (weights > requested) errors.push("kb predicts: the weights (" + pyGib(weights) + " GiB per GPU) exceed the memory vLLM may use (" + pyGib(requested) + " GiB): loading fails with CUDA out of memory");
-    if (!kvErrors(check, false) && ext) kvErrors((blocks - 1) * bpb, true);
+    // vLLM stops at its first failure, in the order its startup runs the steps (kb fit's Rules.startup);
+    // loading fails when the weights exceed the GPU's memory, whatever the utilization says
+    var weightsFail = weights > inp.total, order = defs.startup || ["load_model", "get_kv_cache_configs"];
+    var loadFirst = order.indexOf("load_model") < order.indexOf("get_kv_cache_configs");
+    if (weightsFail && loadFirst) errors.push("kb predicts: loading the weights fails with CUDA out of memory: they take " + pyGib(weights) + " GiB per GPU, more than the GPU's free memory (" + pyGib(inp.total) + " GiB)");
+    else if (!kvErrors(check, false) && ext) kvErrors((blocks - 1) * bpb, true);
+    if (weightsFail && !errors.length) errors.push("kb predicts: loading the weights fails with CUDA out of memory: they take " + pyGib(weights) + " GiB per GPU, more than the GPU's free memory (" + pyGib(inp.total) + " GiB)");
     var fits = longest(ext ? (blocks - 1) * bpb : check);
     var conc = blocks / perRequest(l, length, inflight);
     return { weights: weights, act: act, nonTorch: nonTorch, cg: cg, available: available, perToken: (l.full + l.sliding) * l.page / block,

@@ -116,9 +116,14 @@
     if (e.longest !== undefined) return e;
     e.longest = e.parts.reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
     if (e.longest.charAt(e.longest.length - 1) === ".") e.longest = e.longest.slice(0, -1);  // a paste may lack it
-    e.words = {};
-    (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
     return e;
+  }
+  function wordsOf(e) {  // apart from prepare(): an exact match, the first lookup's usual answer, needs none
+    if (e.words === undefined) {
+      e.words = {};
+      (e.parts.join(" ").match(WORD) || []).forEach(function (w) { e.words[w.toLowerCase()] = true; });
+    }
+    return e.words;
   }
   function values(e, m, count) {
     var out = [];
@@ -334,9 +339,8 @@
     var out = [];
     index.entries.forEach(function (e) {
       if (!e.matchable || e.older || e.literal < MIN_LITERAL) return;  // suggestions are current errors
-      prepare(e);
-      var inter = 0, size = 0;
-      for (var w in e.words) { size++; if (words[w]) inter++; }
+      var inter = 0, size = 0, ew = wordsOf(e);
+      for (var w in ew) { size++; if (words[w]) inter++; }
       var raw = size ? inter / (n + size - inter) : 0;
       if (raw >= least && raw > 0) out.push({e: e, kind: "similar", score: Math.round(1000 * raw) / 1000, values: []});
     });
@@ -436,9 +440,8 @@
     var shared = [];
     index.entries.forEach(function (e) {
       if (!e.matchable || e.literal < MIN_LITERAL) return;
-      prepare(e);
-      var inter = 0, size = 0;
-      for (var w in e.words) { size++; if (words[w]) inter++; }
+      var inter = 0, size = 0, ew = wordsOf(e);
+      for (var w in ew) { size++; if (words[w]) inter++; }
       if (size && inter / size >= FUZZY_MIN_WORDS) shared.push([inter / size, e]);
     });
     shared.sort(function (a, b) {  // as kb explain: most words shared, the release's own, the longest
@@ -511,10 +514,9 @@
     return {e: pick[1], via: via};
   }
   function jaccard(a, b) {  // as kb explain's _similarity()
-    prepare(a); prepare(b);
-    var inter = 0, size = 0, w;
-    for (w in a.words) { size++; if (b.words[w]) inter++; }
-    for (w in b.words) if (!a.words[w]) size++;
+    var inter = 0, size = 0, w, aw = wordsOf(a), bw = wordsOf(b);
+    for (w in aw) { size++; if (bw[w]) inter++; }
+    for (w in bw) if (!aw[w]) size++;
     return size ? Math.round(1000 * inter / size) / 1000 : 0;
   }
   function closestOf(best, answer) {  // a removed error: the current error closest to it
@@ -578,8 +580,9 @@
       if (cut.length) add(cut);
     });
     if (found.length) return {found: found};
-    return {found: [], suggestions: similar(longest >= 0 ? messages[longest] : "")};
+    return {found: [], closestTo: longest >= 0 ? messages[longest] : ""};  // suggestions(): when words find nothing either
   }
+  function suggestions(r) { return r.found.length ? [] : similar(r.closestTo); }
   window.kbExplain = function (text) {
     var r = explain(text);
     function plain(m) { return {id: m.e.id, kind: m.kind, score: m.score, values: m.values}; }
@@ -588,12 +591,15 @@
               via: m.answer ? m.answer.via : null, closest: m.closest ? [m.closest.e.id, m.closest.score] : null,
               note: answerNote(m)};
     }
-    return {found: r.found.filter(function (m) { return !m.other; }).map(main), suggestions: (r.suggestions || []).map(plain)};
+    return {found: r.found.filter(function (m) { return !m.other; }).map(main), suggestions: suggestions(r).map(plain)};
   };
 
-  // The ranked word search: the lunr query kb/search/words.py's clauses() builds, over the
-  // index the build wrote with lunr.py (/api/search-index.json.gz), so `kb search` ranks alike.
-  var searchUrl = script.dataset.search, wordIndex = null, wordsLoading = null;
+  // The ranked word search: the lunr query kb/search/words.py's clauses() builds, over the word
+  // index the build wrote with lunr.py, so `kb search` ranks alike. The index comes in pieces
+  // (kb/search/shards.py): a small head, then only the buckets of the terms a query needs, fetched
+  // while the words are typed.
+  var headUrl = new URL(script.dataset.search, window.location.href).href, wordHead = null, headLoading = null;
+  var bucketLoads = {}, loaded = {}, byTerm = Object.create(null), titles = null, shownOf = null, titlesLoading = null;
   function queryTerms(text) { return text.normalize("NFKC").toLowerCase().match(/[a-z0-9]+/g) || []; }
   function queryWords(query, s) {  // as query_words(): each word once, in the order first met
     var seen = {};
@@ -633,55 +639,142 @@
     var share = count / words;
     return share * share;
   }
-  function loadWords() {
-    if (!wordsLoading) {
-      wordsLoading = fetchJson(searchUrl).then(function (data) {
-        wordIndex = {data: data, index: lunr.Index.load(data.index)};
-        return wordIndex;
-      }, function (e) { wordsLoading = null; throw e; });  // the next search tries again
+  function loadHead() {
+    if (!headLoading) {
+      headLoading = fetchJson(headUrl).then(function (data) {
+        if (!data || data.format !== WORDS_FORMAT) throw new Error("not a word index of this kb: " + String(data && data.format).slice(0, 40));
+        data.pipeline = lunr.Pipeline.load(data.pipeline);
+        wordHead = data;
+        return data;
+      }, function (e) { headLoading = null; throw e; });  // the next search tries again
     }
-    return wordsLoading;
+    return headLoading;
+  }
+  function bucketOf(term) {  // the last bucket whose first term is not after `term`
+    var b = wordHead.buckets, low = 0, high = b.length - 1;
+    while (low < high) {
+      var mid = (low + high + 1) >> 1;
+      if (b[mid][0] <= term) low = mid; else high = mid - 1;
+    }
+    return low;
+  }
+  function bucketsFor(parts) {  // the files of the terms a query looks up: a prefix's may be several
+    var files = [];
+    function add(i) { var f = wordHead.buckets[i][1]; if (files.indexOf(f) < 0) files.push(f); }
+    parts.forEach(function (c) {
+      if (c.prefix) {
+        for (var i = bucketOf(c.term), last = bucketOf(c.term + "\uffff"); i <= last; i++) add(i);
+      } else {
+        wordHead.pipeline.runString(c.term).forEach(function (t) { add(bucketOf(t)); });
+      }
+    });
+    return files;
+  }
+  function loadBucket(file) {  // rows: [term, its number, then per field: doc, weight, doc, weight, ...]
+    if (!bucketLoads[file]) {
+      bucketLoads[file] = fetchJson(new URL(file, headUrl).href).then(function (data) {
+        data.terms.forEach(function (row) { byTerm[row[0]] = row; });
+        loaded[file] = data.terms;
+      }, function (e) { delete bucketLoads[file]; throw e; });
+    }
+    return bucketLoads[file];
+  }
+  function wordsReady(text) {
+    return wordHead !== null && bucketsFor(clauses(text, wordHead)).every(function (f) { return loaded[f]; });
+  }
+  function loadWords(text) {  // the head, then the buckets `text` needs
+    return loadHead().then(function () { return Promise.all(bucketsFor(clauses(text, wordHead)).map(loadBucket)); });
+  }
+  // lunr's index of the terms a query reaches (its words, their stems, the terms its prefixes begin):
+  // their postings, and each document's field vectors with these terms' weights only. A score is
+  // the dot product of the query's vector and a field vector, which only the query's terms reach:
+  // it is the score over the whole index (tests/test_browser.py compares them with kb search's).
+  function queryIndex(parts) {
+    var rows = Object.create(null);
+    parts.forEach(function (c) {
+      if (c.prefix) {
+        for (var i = bucketOf(c.term), last = bucketOf(c.term + "\uffff"); i <= last; i++) {
+          loaded[wordHead.buckets[i][1]].forEach(function (row) { if (row[0].lastIndexOf(c.term, 0) === 0) rows[row[0]] = row; });
+        }
+      } else {
+        wordHead.pipeline.runString(c.term).forEach(function (t) { if (byTerm[t]) rows[t] = byTerm[t]; });
+      }
+    });
+    var terms = Object.keys(rows).sort(), inverted = Object.create(null), vectors = Object.create(null);
+    terms.slice().sort(function (a, b) { return rows[a][1] - rows[b][1]; }).forEach(function (term) {
+      var row = rows[term], n = row[1], posting = {_index: n};  // by term number: each vector in order
+      wordHead.fields.forEach(function (field, k) {
+        var flat = row[2 + k], docs = {};
+        for (var i = 0; i < flat.length; i += 2) {
+          var ref = field + "/" + flat[i];
+          docs[flat[i]] = {};
+          (vectors[ref] = vectors[ref] || []).push(n, flat[i + 1]);
+        }
+        posting[field] = docs;
+      });
+      inverted[term] = posting;
+    });
+    var fieldVectors = Object.create(null);
+    Object.keys(vectors).forEach(function (ref) { fieldVectors[ref] = new lunr.Vector(vectors[ref]); });
+    return new lunr.Index({invertedIndex: inverted, fieldVectors: fieldVectors, tokenSet: lunr.TokenSet.fromArray(terms),
+                           fields: wordHead.fields, pipeline: wordHead.pipeline});
   }
   function ranked(text, limit) {  // [[id, score]], best first: score, then id (as kb search)
-    var parts = clauses(text, wordIndex.data);
+    var parts = clauses(text, wordHead);
     if (!parts.length) return [];
-    var found = wordIndex.index.query(function (q) {
+    var idx = queryIndex(parts);
+    var found = idx.query(function (q) {
       parts.forEach(function (c) {
         q.term(c.term, {boost: c.boost, usePipeline: !c.prefix,
                         wildcard: c.prefix ? lunr.Query.wildcard.TRAILING : lunr.Query.wildcard.NONE});
       });
     });
-    var words = 0, pipeline = wordIndex.index.pipeline;
+    var words = 0, pipeline = idx.pipeline;
     parts.forEach(function (c) { c.words.forEach(function (n) { if (n + 1 > words) words = n + 1; }); });
     var forms = parts.map(function (c) { return [c, c.prefix ? [c.term] : pipeline.runString(c.term)]; });
     return found.map(function (m) {
       var score = m.score * coordination(Object.keys(m.matchData.metadata), forms, words);
-      return [wordIndex.data.docs[+m.ref][0], Math.round(score * 1e6) / 1e6];
+      return [wordHead.docs[+m.ref], Math.round(score * 1e6) / 1e6];
     })
       .sort(function (a, b) { return (b[1] - a[1]) || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0); })
       .filter(function (x) { return x[1] > 0; }).slice(0, limit);
   }
-  var byId = null, titles = null;
-  function titleOf(id) {
-    if (!titles) { titles = {}; wordIndex.data.docs.forEach(function (d) { titles[d[0]] = d[1]; }); }
-    return titles[id];
-  }
-  function wordMatches(text) {
-    if (!byId) {
-      byId = {};
-      index.entries.forEach(function (e) { if (!e.older && !e.part && !byId[e.id]) byId[e.id] = e; });
+  // What a result shows of each error (title, class, file, line, curated) by id, as the match index
+  // gives it: for the words ranked before the match index is in, and an id it does not list.
+  function loadTitles() {
+    if (!titlesLoading) {
+      titlesLoading = loadHead().then(function () { return fetchJson(new URL(wordHead.titles, headUrl).href); })
+        .then(function (data) {
+          titles = {}; shownOf = {};
+          data.titles.forEach(function (t, n) {
+            var id = wordHead.docs[n], w = data.where[n];
+            titles[id] = t;
+            shownOf[id] = {id: id, title: t, cls: w[0], file: data.files[w[1]], line: w[2], curated: w[3] === 1};
+          });
+        }, function (e) { titlesLoading = null; throw e; });
     }
-    return ranked(text, WORD_RESULTS).map(function (x) {
-      var e = byId[x[0]] || {id: x[0], title: titleOf(x[0]), cls: "", file: "", line: 0};
+    return titlesLoading;
+  }
+  function wordMatches(hits) {
+    return hits.map(function (x) {
+      var e = (index && liveEntry(x[0])) || (shownOf && shownOf[x[0]]) || {id: x[0], title: x[0], cls: "", file: "", line: 0};
       return {e: e, kind: "words", score: x[1], values: []};
     });
   }
-  var WORD_RESULTS = 20;
+  var WORD_RESULTS = 20, PREFETCH_WORDS = 12, PAUSE_MS = 150, WORDS_FIRST_MS = 1000, WORDS_FORMAT = "kb-search-words/1";
   window.kbSearch = function (text, limit) {  // for the tests: what kb search --json ranks
-    return loadWords().then(function () {
-      return ranked(text, limit || 10).map(function (x) { return {id: x[0], score: x[1], title: titleOf(x[0])}; });
+    return loadWords(text).then(loadTitles).then(function () {
+      return ranked(text, limit || 10).map(function (x) { return {id: x[0], score: x[1], title: titles[x[0]]}; });
     });
   };
+  function few(text) {  // a few words: their pieces are fetched while they are typed
+    return normalize(text).trim() !== "" && text.length <= 40 * PREFETCH_WORDS && queryTerms(text).length <= PREFETCH_WORDS;
+  }
+  var PASTED = new RegExp(EXCEPTION_MARK.source);  // "ValueError: ...": a message, for the lookup first
+  function typed(text) { return few(text) && text.indexOf("\n") < 0 && !PASTED.test(text); }
+  function prefetch(text) {  // the buckets of a few typed words load while the user types on
+    if (few(text)) loadWords(text).catch(function () { /* told when the search runs */ });
+  }
 
   function line(className, text) {
     var div = document.createElement("div");
@@ -727,7 +820,7 @@
     if (main) {
       var derived = head.derived ? " (derived from vLLM's source)" : "";
       if (head.meaning) li.appendChild(line("meaning", "What it means" + derived + ": " + head.meaning));
-      if (head.solution) li.appendChild(line("fix", "First fix" + derived + ": " + head.solution));
+      if (head.fixText) li.appendChild(line("fix", "First fix" + derived + ": " + head.fixText));  // plain text
       if (!page) {
         var gone = line("note", "No page on this site: vLLM " + (index.release || "of this build") + " does not raise it. ");
         if (r.closest) {
@@ -746,10 +839,13 @@
     return li;
   }
 
+  var searches = 0;  // a search started later wins over one still waiting for its words
   function run(text, navigate) {
+    var mine = ++searches;
     list.textContent = "";
     if (!normalize(text).trim()) { statusEl.textContent = ""; return; }
-    var r = explain(text);
+    var early = ahead !== null && ahead.text === text ? ahead : null;
+    var r = early && early.r ? early.r : explain(text);
     var main = r.found.filter(function (m) { return !m.other; });
     if (navigate && main.length === 1 && main[0].kind === "exact" && main[0].answer) {
       // straight to the first answer's page, unless an equal match leads to another live page
@@ -760,40 +856,110 @@
       });
       if (!rivals.length) { window.location.href = root + "errors/" + target + "/"; return; }
     }
-    if (!r.found.length && !wordIndex) {  // the word index is fetched when first needed
-      statusEl.textContent = "Loading the word index…";
-      loadWords().then(function () { run(text, false); })
-        .catch(function (e) { statusEl.textContent = "Could not load the word index" + reason(e); });
-      return;
-    }
-    var results = r.found.length ? r.found : wordMatches(text);
     if (r.found.length) {
       statusEl.textContent = "Your text matches " + main.length + " known error" + (main.length > 1 ? "s" : "") +
         (r.found.length > main.length ? " (less specific templates that match too are listed after each)" : "") + ".";
-    } else if (results.length) {
-      statusEl.textContent = "Errors ranked by these words, best first" + (results.length === WORD_RESULTS ? " (the first " + WORD_RESULTS + ")" : "") + ".";
+      r.found.forEach(function (x) { list.appendChild(item(x)); });
+      return;
+    }
+    if (!wordsReady(text)) statusEl.textContent = "Loading the word index…";  // the pieces this query needs
+    loadWords(text).then(function () {
+      var hits = early && early.hits ? early.hits : ranked(text, WORD_RESULTS);
+      var unknown = hits.some(function (x) { return !liveEntry(x[0]); });
+      return unknown ? loadTitles().then(function () { return hits; }) : hits;
+    }).then(function (hits) {
+      if (mine === searches) showWords(wordMatches(hits), r);
+    }).catch(function (e) { if (mine === searches) statusEl.textContent = "Could not load the word index" + reason(e); });
+  }
+  // What a search of the box's text finds, worked out while the typing pauses: Enter shows it at once.
+  var ahead = null, pause = null;
+  function lookAhead() {
+    var text = box.value;
+    if (!index || !normalize(text).trim() || (ahead !== null && ahead.text === text && ahead.r)) return;
+    var r = explain(text), known = ahead !== null && ahead.text === text ? ahead.hits : null;
+    ahead = {text: text, r: r, hits: known || (!r.found.length && wordsReady(text) ? ranked(text, WORD_RESULTS) : null)};
+    var mine = ahead;
+    if (!r.found.length && !mine.hits) {
+      loadWords(text).then(function () { if (ahead === mine && !mine.hits) mine.hits = ranked(text, WORD_RESULTS); },
+                           function () { /* told when the search runs */ });
+    }
+  }
+  function wordsStatus(n) {
+    return "Errors ranked by these words, best first" + (n === WORD_RESULTS ? " (the first " + WORD_RESULTS + ")" : "") + ".";
+  }
+  function showWords(results, r, note) {  // note: what the lookup is yet to say, while the match index loads
+    if (results.length) {
+      statusEl.textContent = wordsStatus(results.length) + (note ? " " + note : "");
     } else {
-      results = r.suggestions || [];
+      results = suggestions(r);
       statusEl.textContent = results.length ? "No known error matches. The closest templates:" :
         "No known error matches. Try fewer words, or a part of the message without values.";
     }
+    list.textContent = "";
     results.forEach(function (x) { list.appendChild(item(x)); });
+  }
+  // The lookup's work on every template, done once as the page settles (the first search would wait for it).
+  function warm(from) {
+    var end = Math.min(index.entries.length, from + 2000);
+    for (var i = from; i < end; i++) wordsOf(prepare(index.entries[i]));
+    if (end < index.entries.length) setTimeout(function () { warm(end); }, 0); else startIndex();
+  }
+
+  // The match index: 1.2 MB gzipped, 6.4 MB of JSON on 0.34.0. The page preloads it; unpacking and
+  // reading it is the page's longest work, done on its one thread. A failed load is tried again by
+  // the next search.
+  var indexLoading = null, indexError = null;
+  function loadIndex() {
+    if (!indexLoading) {
+      indexLoading = fetchJson(indexUrl).then(function (data) {
+        index = data;
+        indexError = null;
+        statusEl.textContent = "";
+        setTimeout(function () { warm(0); }, 0);
+        return data;
+      }, function (e) { indexError = e; indexLoading = null; throw e; });
+    }
+    return indexLoading;
+  }
+  // Until the match index is in, a few typed words (not a pasted "ValueError: ...") are ranked and
+  // listed first (the index is unpacked once they are, or after WORDS_FIRST_MS: both would share
+  // the thread), the status saying that the lookup is still to answer; then run() takes over as if
+  // the index had been there: a known message replaces the words (or its page opens), and the list
+  // is the one the lookup-first order gives.
+  var LOOKING = "Still checking whether your text is a known error message…";
+  function lookup() { return indexError ? "Could not load the search index" + reason(indexError) : LOOKING; }
+  function search(text, navigate) {
+    if (index) { run(text, navigate); return; }
+    var mine = ++searches, listed = 0;
+    list.textContent = "";
+    var words = !typed(text) ? Promise.resolve() : Promise.all([loadWords(text), loadTitles()]).then(function () {
+      if (mine !== searches || index) return;  // a later search, or the lookup is in
+      ahead = {text: text, r: null, hits: ranked(text, WORD_RESULTS)};
+      listed = ahead.hits.length;  // none: the closest templates wait for the match index
+      if (listed) showWords(wordMatches(ahead.hits), null, lookup());
+    }, function () { /* told when the search runs */ });
+    var late = new Promise(function (go) { setTimeout(go, WORDS_FIRST_MS); });  // a stalled piece holds no lookup up
+    Promise.race([words, late]).then(loadIndex).then(function () { if (mine === searches) run(text, navigate); }, function () {
+      if (mine === searches) statusEl.textContent = (listed ? wordsStatus(listed) + " " : "") + lookup();
+    });
   }
 
   var params = new URLSearchParams(window.location.search);
   var initial = params.get("q") || "";
   box.value = initial;
   statusEl.textContent = "Loading the index…";
-  fetchJson(indexUrl).then(function (data) {
-    index = data;
-    statusEl.textContent = "";
-    run(initial, true);
-  }).catch(function (e) { statusEl.textContent = "Could not load the search index" + reason(e); });
+  loadHead().catch(function () { /* told when a search needs it */ });
+  search(initial, true);  // a few words from the header's box are listed before the match index is read
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     var url = new URL(window.location.href);
     url.searchParams.set("q", box.value);
     history.replaceState(null, "", url);
-    if (index) run(box.value, true);
+    search(box.value, true);
+  });
+  box.addEventListener("input", function () {
+    prefetch(box.value);
+    clearTimeout(pause);
+    pause = setTimeout(lookAhead, PAUSE_MS);
   });
 })();
