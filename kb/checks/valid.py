@@ -70,6 +70,7 @@ def derived_valid_values(model: ConfigModel, index: DerivedIndex, facts: Facts, 
         if flag is None:
             continue
         reading = [c for c in index.checks if any(r.key == dest and r.kind in ("flag", "flag-given") for r in c.refs)]
+        reading.sort(key=lambda c: c.record_id != record_id)  # its own first: they reject a value most often
         good = [value for value in flag_candidates(flag, facts.flags)
                 if _clean(reading, replace(facts, flags={**facts.flags, dest: value}), record_id, templates)]
         if good:
