@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import nullcontext
@@ -513,7 +512,7 @@ def _matcher(release: _Release) -> Matcher:
     from kb.explain.match import Matcher, load_index
     from kb.explain.store import KIND, match_sections, stored_matcher
     from kb.explain.tables import match_tables
-    from kb.store import load_store, save_store
+    from kb.store import discard, load_store, save_store
 
     stored = load_store(release.place(KIND), KIND, stored_matcher)
     if stored is not None:
@@ -523,13 +522,7 @@ def _matcher(release: _Release) -> Matcher:
     try:
         index = load_index(path)
     except KBError:  # the cached copy is damaged (truncated, edited, replaced): compile it again
-        try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
-        except OSError as e:
-            raise KBError(f"cannot replace the damaged cached match index: {e.strerror or e}", str(path)) from None
+        discard(path, "cached match index")
         index = load_index(match_index_for(spec, errors, use_cache, release.scan()))
     tables = match_tables(index["entries"])
     save_store(release.place(KIND), KIND, lambda: match_sections(index, tables))

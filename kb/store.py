@@ -205,15 +205,15 @@ def save_store(place: Optional[Place], kind: str, sections: Callable[[], Section
             write_store(place[0], kind, place[1], sections())
 
 
-def discard(path: Path) -> None:
-    """Remove what is at `path` (a damaged store, or anything else in its place)."""
+def discard(path: Path, what: str = "answer store") -> None:
+    """Remove what is at `path` (a damaged cached `what`, or anything else in its place)."""
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
     except OSError as e:
-        raise KBError(f"cannot replace the damaged answer store: {e.strerror or e}", str(path)) from None
+        raise KBError(f"cannot replace the damaged {what}: {e.strerror or e}", str(path)) from None
 
 
 def package_digest() -> str:
