@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.checks.derive import facts_of, run  # noqa: E402
+from kb.checks.facts import facts_of, run  # noqa: E402
 from kb.checks.launch_check import derived_index  # noqa: E402
 from kb.jobs import curated_records, scan_release  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402

@@ -31,13 +31,13 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kb.explain.index import literal_parts  # noqa: E402
 from kb.explain.match import Matcher, explain, load_index  # noqa: E402
 from kb.explain.output import explanation_json  # noqa: E402
 from kb.jobs import match_index_for, scan_release  # noqa: E402
 from kb.paths import data_dir  # noqa: E402
 from kb.releases.published import pinned_release  # noqa: E402
 from kb.releases.wording import load  # noqa: E402
+from kb.scan.literals import literal_parts  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests/data"

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kb.config.model import ConfigModel, Flag  # noqa: E402
+from kb.configmodel import ConfigModel, Flag  # noqa: E402
 
 ORACLE = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm-0.33.0-flags.json"
 

@@ -17,10 +17,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kb import PINNED_VLLM  # noqa: E402
-from kb.config.resolve import REACHABILITY, SetByReader  # noqa: E402
+from kb.config.resolve import SetByReader
 from kb.jobs import scan_release  # noqa: E402
 from kb.records.merge import attach_set_by, build_records  # noqa: E402
 from kb.scan.source import SourceSpec  # noqa: E402
+from kb.setby import REACHABILITY  # noqa: E402
 
 DCP = "d97d5d8528e2b364"
 CONFIG_TIME = ("vllm/config/", "vllm/engine/arg_utils.py")

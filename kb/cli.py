@@ -146,10 +146,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from kb.explain.paste import read_paste
     from kb.jobs import explain_text
 
+    if args.json and args.format not in ("text", "json"):
+        raise UsageError(f"--json and --format {args.format} ask for two outputs: give one")
     cut = 0
-    if args.text is not None:
+    piped = sys.stdin is not None and (args.text == "-" or not sys.stdin.isatty())  # `-`: standard input, as cat reads it
+    if args.text is not None and args.text != "-":
         text = _argument_text(args.text)
-    elif sys.stdin is not None and not sys.stdin.isatty():
+    elif piped:
         text, cut = read_paste(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
         if cut:
             _warn(f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB are read")
@@ -160,7 +163,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if cut:  # said in the answer too: a program reading --json sees it
         cut_note = f"the input is larger than {cut // 2**20} MB: only its last {cut // 2**20} MB were read"
         ex = dataclasses.replace(ex, notes=(cut_note, *ex.notes))
-    _write(explanation_json(ex, args.site_url) if args.json else explanation_text(ex, args.site_url))
+    form = "json" if args.json else args.format
+    if form == "short":
+        from kb.explain.short import short_text
+
+        _write(short_text(ex, args.site_url))
+    else:
+        _write(explanation_json(ex, args.site_url) if form == "json" else explanation_text(ex, args.site_url))
     return 0 if ex.found else 1
 
 
@@ -449,10 +458,12 @@ def parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_build)
 
     x = sub.add_parser("explain", help="find the vLLM errors in a pasted message, traceback or log, with what to do")
-    x.add_argument("text", nargs="?", help="the message or log (default: standard input)")
+    x.add_argument("text", nargs="?", help="the message or log (default, or `-`: standard input)")
     x.add_argument("--site", metavar="DIR", help="read the match index of a built site (DIR/api/match-index.json.gz)")
     x.add_argument("--index", metavar="FILE", help="read this match index")
-    x.add_argument("--json", action="store_true", help="print JSON")
+    x.add_argument("--json", action="store_true", help="print JSON (the same as --format json)")
+    x.add_argument("--format", choices=("text", "json", "short"), default="text",
+                   help="text (default), json, or short: one line per error, `<id> <url> <first fix>` (CI logs, agents)")
     x.add_argument("--site-url", metavar="URL",
                    help="base URL for the error pages in the output (default: $KB_SITE_URL, else site paths)")
     _release_options(x)

@@ -1,9 +1,11 @@
 """Every error type of kb, in one place. Each carries the path and line of what is wrong when
-they are known; they become one `Error: ...` line and an exit code only in the CLI."""
+they are known; they become one `Error: ...` line and an exit code only in the CLI. A finding
+that is no failure (a warning) is a `Located`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 # Exit codes, one table (README, "Exit codes"); the CLI returns them.
 EXIT_OK = 0
@@ -11,6 +13,18 @@ EXIT_FAILURE = 1  # a failure; `kb check`: an error predicted; `kb explain`, `kb
 EXIT_USAGE = 2  # bad usage or bad input; `kb check`: a check could not be evaluated
 EXIT_NOT_JUDGED = 3  # `kb check`: no error predicted, but checks that could raise lacked inputs
 EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Located:
+    """A finding at a place: a file that does not parse, a problem in a curated entry."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
 
 
 class KBError(Exception):

@@ -24,19 +24,19 @@ from kb.scan.defaults import DEFAULT_EXCEPTIONS, Progress
 from kb.scan.source import SourceSpec, is_release_name, open_tree, release_name
 
 if TYPE_CHECKING:
-    from kb.checks.derive import DerivedIndex
+    from kb.checks.compiled import DerivedIndex
     from kb.checks.predict import Outcome
-    from kb.config.model import ConfigModel
+    from kb.configmodel import ConfigModel
     from kb.explain.match import Explanation, Matcher
     from kb.fit.launch import FitReport
+    from kb.model import Merged, Problem
     from kb.records.lint import LintReport
-    from kb.records.merge import Merged, Problem
     from kb.releases.bump import Worklist
     from kb.releases.history import History
     from kb.releases.lineage import Lineage
     from kb.search.query import Hit, Searcher, SearchIndex
     from kb.site.build import BuildOptions, BuildReport
-    from kb.stages import StageLog
+    from kb.stages import StageLog, Stages
     from kb.store import Place
 
 Warn = Callable[[str], None]
@@ -168,13 +168,16 @@ def errors_folder(errors: Optional[Path]) -> Path:
 
 
 def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Path], keep_going: bool = False,
-                    warn: Optional[Warn] = None, history: Optional[History] = None) -> Merged:
+                    warn: Optional[Warn] = None, history: Optional[History] = None,
+                    set_by_jobs: Optional[int] = None, stages: Optional[Stages] = None) -> Merged:
     """The records of the newest scan with the curated entries merged and their checks
     verified; with several scans, also each error's history and the pages of removed ones.
     Malformed entries fail the job unless keep_going, which skips them with the same located
-    message; orphans and stale entries are warned."""
+    message; orphans and stale entries are warned. With `set_by_jobs`, the records also carry
+    what sets each error (that many processes resolve it), as pages need them. `stages`: told
+    as each part ends."""
     from kb.entries.load import load_entries
-    from kb.records.merge import history_records, merge
+    from kb.records.merge import attach_set_by, history_records, merge
     from kb.releases.history import build_history
 
     loaded = load_entries(errors_folder(errors))
@@ -201,6 +204,13 @@ def curated_records(scans: Sequence[tuple[str, ScanResult]], errors: Optional[Pa
         kept = [m for m in merged.problems if m.kept]
         if kept:
             warn(kept_summary(kept, newest.tree.release or newest.tree.ref[:10]))
+    if stages is not None:
+        stages.done("curated entries", f"{sum(r.entry is not None for r in merged.records):,} merged, "
+                                       f"{sum(r.checked for r in merged.records):,} checks verified")
+    if set_by_jobs is not None:
+        merged = replace(merged, records=tuple(attach_set_by(merged.records, newest.config, set_by_jobs)))
+        if stages is not None:
+            stages.done("what sets each", f"{len(merged.records):,} errors followed to flags, environment and config.json")
     return merged
 
 
@@ -276,9 +286,8 @@ def build_releases(specs: Sequence[SourceSpec], options: BuildOptions, jobs: Opt
             for located in result.warnings:  # files that do not parse, statements too deep to scan
                 note(f"{located} (in {name})" if len(scans) > 1 else str(located))
     history = build_history(scans) if len(scans) > 1 else None
-    merged = curated_records(scans, errors, keep_going, note, history)
-    stages.done("curated entries", f"{sum(r.entry is not None for r in merged.records):,} merged, "
-                                   f"{sum(r.checked for r in merged.records):,} checks verified")
+    merged = curated_records(scans, errors, keep_going, note, history,
+                             options.jobs if options.jobs is not None else (os.cpu_count() or 1), stages)
     report = build_site(scans[-1][1], options, records=merged.records, progress=progress, history=history,
                         wordings=release_wordings(scans, history), warn=note, stages=stages, input_key=key,
                         keep=not damaged)
@@ -436,17 +445,16 @@ def search_index_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache:
                      jobs: Optional[int] = None, result: Optional[ScanResult] = None) -> Path:
     """The search index the build writes for this release (api/search-index.json.gz), compiled
     once into the cache: `kb search` ranks with the same file the site's search box does."""
-    from kb.records.merge import attach_set_by
     from kb.search.index import search_index_json
 
     result = result or scan_release(spec, use_cache=use_cache)
     # the older wordings decide which public reports attach (their titles are indexed)
     path = _compiled_path("search-index", result, errors, repr(release_wordings([("", result)])))
     if not path.exists():
-        merged = curated_records([("", result)], errors)
-        records = attach_set_by(merged.records, result.config, jobs if jobs is not None else (os.cpu_count() or 1))
+        merged = curated_records([("", result)], errors,
+                                 set_by_jobs=jobs if jobs is not None else (os.cpu_count() or 1))
         try:
-            write_atomic(path, search_index_json(records, result.tree.release))
+            write_atomic(path, search_index_json(merged.records, result.tree.release))
         except OSError as e:
             raise KBError(f"cannot write the search index into the cache: {e.strerror or e}", str(path)) from None
     return path
@@ -471,6 +479,15 @@ def matcher_for(spec: SourceSpec, errors: Optional[Path] = None, use_cache: bool
     the match index, read back without a scan), else the match index compiled from a scan
     (match_index_for), stored for the next time."""
     return _matcher(_Release(spec, errors, use_cache))
+
+
+def stored_matcher_for(spec: SourceSpec, errors: Optional[Path] = None) -> Optional[Matcher]:
+    """The release's answer store as `matcher_for` reads it, or None when kb's cache has none (or
+    only a damaged one, then removed): never a scan nor a download (the vLLM plugin's answers)."""
+    from kb.explain.store import KIND, stored_matcher
+    from kb.store import load_store
+
+    return load_store(_Release(spec, errors, True).place(KIND), KIND, stored_matcher)
 
 
 class _Release:
@@ -576,8 +593,8 @@ def lint_release(spec: SourceSpec, errors: Optional[Path] = None, use_cache: boo
 def new_entry(spec: SourceSpec, ident: str, errors: Optional[Path] = None, use_cache: bool = True) -> Path:
     """Write errors/<slug>.yaml, a skeleton prefilled from the scan; never overwrites."""
     from kb.entries.load import load_entries
-    from kb.entries.skeleton import skeleton
     from kb.records.merge import build_records
+    from kb.records.skeleton import skeleton
     from kb.scan.ids import is_id
 
     if not is_id(ident):
@@ -626,7 +643,7 @@ def check_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path] =
         values = read_request(request, model)
     with work_budget():  # a derived check too costly is not run, named (kb/checks/evaluate.py COMMAND_WORK)
         outcome = check_one(records, model, argv, model_config, hardware, derived=derived, request=values)
-    return replace(outcome, config=source)
+    return replace(outcome, config=source, release=spec.vllm_version)
 
 
 def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path], hardware: dict[str, object],
@@ -654,10 +671,10 @@ def fit_launch(spec: SourceSpec, argv: Sequence[str], config: Optional[Path], ha
         config, found = path, str(path)
     model_config = read_config(config)
     checkpoint = checkpoint_bytes(Path(model_config.path).parent)
-    if model is None:
-        return fit_one(records, model, argv, model_config, hardware, checkpoint)  # refused: no parser to size with
+    if model is None:  # refused: no parser to size with
+        return replace(fit_one(records, model, argv, model_config, hardware, checkpoint), release=spec.vllm_version)
     return replace(fit_and_suggest(records, model, derived, argv, model_config, hardware, checkpoint),
-                   config_read=found)
+                   config_read=found, release=spec.vllm_version)
 
 
 def load_check_inputs(spec: SourceSpec, errors: Optional[Path] = None) -> None:

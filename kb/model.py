@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Self
 
+from kb.errors import Located
+
 if TYPE_CHECKING:
-    from kb.config.model import ConfigModel
-    from kb.config.resolve import SetBy
-    from kb.derived.model import DerivedGuidance
+    from kb.configmodel import ConfigModel
+    from kb.derivedmodel import DerivedGuidance
+    from kb.setby import SetBy
 
 REPO = "vllm-project/vllm"
 
@@ -262,18 +264,6 @@ class RaiseSite:
 
 
 @dataclass(frozen=True)
-class Located:
-    """A finding at a place: a file that does not parse, a problem in a curated entry."""
-
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
-@dataclass(frozen=True)
 class ScanResult:
     """Every raise site of the chosen classes in one tree, with what the scan read."""
 
@@ -508,3 +498,41 @@ class Record:
     @property
     def curated(self) -> bool:
         return self.entry is not None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A located finding of the merge: reported by `kb lint`."""
+
+    path: str
+    line: int
+    message: str
+    # orphan (an id no release kb knows raises), removed (an error vLLM no longer raises), newer (an
+    # error first raised after the built release), stale (re-verify it), carried (followed, and its
+    # check agrees with the new source: only `verified:` to update), related, related-removed (a
+    # related id the release no longer raises), report
+    kind: str
+    candidates: tuple[str, ...] = ()  # for a removed error: the nearest ids the release raises
+
+    @property
+    def quiet(self) -> bool:
+        """Not a warning of a build: the entry is right where it is."""
+        return self.kind in ("carried", "newer")
+
+    @property
+    def kept(self) -> bool:
+        """Knowledge of an error the release no longer raises: kept for the releases that raise
+        it (their builds, and the all-release build, show it); a note, not a problem."""
+        return self.kind in ("removed", "related-removed")
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The records of a release with the curated entries merged, and what the merge found."""
+
+    records: tuple[Record, ...]  # `checked` set where the entry's check and example fix pass
+    problems: tuple[Problem, ...]
+    verification: tuple[Located, ...] = ()  # why the other checks did not pass

@@ -6,7 +6,8 @@ kind holds).
 One file per release and kind (`<cache>/answers/<release>-<key>.<kind>`), named by its key: a
 digest of the wheel (name, size, modification time), of kb itself (every file of the package:
 code, the shipped wordings) and of the curated entries folder (every file's name and bytes), so a
-change of any of them compiles a new one. The file is written atomically:
+change of any of them compiles a new one, and the older ones of its release and kind are then
+removed, the newest few kept (prune_stores). The file is written atomically:
 
     kb-answers/1 <sha256 of the rest>\\n
     {"kind": ..., "key": ..., "sections": {name: [start, end], ...}}\\n
@@ -23,8 +24,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Optional, TypeVar
@@ -35,6 +38,13 @@ from kb.paths import PACKAGE_DIR
 
 MAGIC = b"kb-answers/1 "
 MAX_STORE_BYTES = 1024 * 1024 * 1024  # the stores of one release are ~15 MB
+# Stores of a release and kind kept when a new one is written: the new one and the two written
+# before it, so that two or three kb installs (or entries folders) sharing one cache do not
+# compile each other's stores away on every run; older keys are removed (prune_stores).
+KEEP_STORES = 3
+STALE_TEMP_SECONDS = 3600  # a half-written store (write_atomic's temporary file) older than this was abandoned
+_STORE_NAME = re.compile(r"(?P<release>[0-9A-Za-z][0-9A-Za-z.+_-]*)-[0-9a-f]{32}\.(?P<kind>[a-z]+)")
+_TEMP_NAME = re.compile(r"\.(?P<store>.+)\.[0-9A-Za-z_]{8}")  # tempfile.mkstemp(prefix=f".{name}.")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -199,10 +209,60 @@ def load_store(place: Optional[Place], kind: str, read: Callable[[Store], T]) ->
 
 
 def save_store(place: Optional[Place], kind: str, sections: Callable[[], Sections]) -> None:
-    """Write the store at `place` (nothing without one); a cache that cannot be written only costs time."""
+    """Write the store at `place` (nothing without one), then remove the older stores of its release
+    and kind (prune_stores); a cache that cannot be written only costs time."""
     if place is not None:
         with contextlib.suppress(OSError, KBError, ValueError):
             write_store(place[0], kind, place[1], sections())
+            prune_stores(place[0])
+
+
+def prune_stores(path: Path, keep: int = KEEP_STORES) -> list[str]:
+    """Remove the stores of `path`'s release and kind but the `keep` most recently written (`path`,
+    just written, always among them), and temporary files of interrupted writes older than an
+    hour; the names removed. Only regular files named as kb names stores, in `path`'s folder
+    itself: a folder that is a symbolic link is left alone, and a link in it is never followed
+    nor removed. A process reading an older store is not disturbed: read_store reads the whole
+    file at once (a file removed while open stays readable on POSIX), and one removed before it
+    is opened is compiled again. Without directory file descriptors (Windows) nothing is removed."""
+    mine = _STORE_NAME.fullmatch(path.name)
+    if mine is None or not (os.scandir in os.supports_fd and os.unlink in os.supports_dir_fd):
+        return []
+    try:
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # gone, or a symbolic link
+        return []
+    try:
+        stores: list[tuple[int, str]] = []
+        stale: list[str] = []
+        now = time.time()
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                store, temp = _STORE_NAME.fullmatch(entry.name), _TEMP_NAME.fullmatch(entry.name)
+                if store is None and (temp is None or _STORE_NAME.fullmatch(temp["store"]) is None):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if store is None:
+                    if now - st.st_mtime > STALE_TEMP_SECONDS:
+                        stale.append(entry.name)
+                elif (store["release"], store["kind"]) == (mine["release"], mine["kind"]) and entry.name != path.name:
+                    stores.append((st.st_mtime_ns, entry.name))
+        stores.sort(reverse=True)
+        removed = []
+        for name in [name for _, name in stores[max(keep - 1, 0):]] + stale:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:  # gone already (another kb pruned it), or not ours to remove
+                continue
+            removed.append(name)
+        return sorted(removed)
+    finally:
+        os.close(fd)
 
 
 def discard(path: Path, what: str = "answer store") -> None:

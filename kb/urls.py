@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Optional
 from urllib.parse import urlsplit
@@ -25,6 +26,28 @@ def site_url(value: str, where: str = "--site-url") -> str:
         shown = value if len(value) <= 200 else value[:200] + "…"
         raise UsageError(f"{problem} (got {shown!r})", where)
     return value.rstrip("/")
+
+
+# A vLLM release as the site's URLs hold it (`/0.33.0/errors/<id>/`): digits, then dot-separated
+# parts (`0.6.6.post1`, `0.10.1rc1`, `0.8.5+cu121`); the 404 page's script (templates/notfound.js) and
+# theme.js test the same pattern. A dot is required: a sub-path such as `/2024/` is no release.
+RELEASE = re.compile(r"[0-9]+(?:\.[0-9A-Za-z_+-]+)+")
+MAX_RELEASE = 64  # characters
+
+
+def is_release(text: Optional[str]) -> bool:
+    """Whether `text` can stand as the release of an error URL (nothing else is ever put there)."""
+    return bool(text) and len(str(text)) <= MAX_RELEASE and RELEASE.fullmatch(str(text)) is not None
+
+
+def error_url(ident: str, site_url: Optional[str], release: Optional[str] = None) -> str:
+    """An error page's URL: `/{release}/errors/{id}/` when the release is given (the site answers
+    it with that release's page, or the nearest one it has: README "What the site holds"), else
+    `/errors/{id}/` (the newest); under `site_url` when known, else the site's own path. A
+    `release` that is no version (a git ref, a wheel's path) is left out. The one place a printed
+    page link is made."""
+    path = f"/{release}/errors/{ident}/" if release and is_release(release) else f"/errors/{ident}/"
+    return f"{site_url.rstrip('/')}{path}" if site_url else path
 
 
 def printed_site_url(option: Optional[str], environ: Mapping[str, str]) -> Optional[str]:

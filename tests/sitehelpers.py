@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from fixture_tree import tree_files, write_tree
-from kb.records.merge import build_records
-from kb.site.build import BuildOptions, BuildReport, build_site
+from kb.records.merge import attach_set_by, build_records
 from kb.scan.scanner import scan
 from kb.scan.source import from_dir
+from kb.site.build import BuildOptions, BuildReport, build_site
 
 EVIL = '''
 def evil(x):
@@ -39,7 +39,7 @@ def build_fixture(tmp_path: Path, out: Optional[Path] = None, site_url: Optional
                   extra: Optional[dict[str, str]] = None) -> tuple[Path, BuildReport]:
     result = fixture_scan(tmp_path / "tree", extra)
     out = out or tmp_path / "site"
-    report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1), build_records(result))
+    report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1), attach_set_by(build_records(result), result.config))
     return out, report
 
 
@@ -89,7 +89,7 @@ def build_lookup_fixture(tmp_path: Path) -> Path:
     """A fixture site whose match index holds LOOKUP_EXTRA and the older wordings."""
     result = fixture_scan(tmp_path / "tree", LOOKUP_EXTRA)
     out = tmp_path / "site"
-    build_site(result, BuildOptions(out, jobs=1), build_records(result), wordings=lookup_wordings(result))
+    build_site(result, BuildOptions(out, jobs=1), attach_set_by(build_records(result), result.config), wordings=lookup_wordings(result))
     return out
 
 

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from kb.records.merge import attach_set_by
 from kb.site.serve import make_server
 from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture, unpacked_json
 
@@ -94,7 +95,7 @@ def test_a_paste_of_an_older_wording_lands_on_its_successors_page(tmp_path: Path
     result = fixture_scan(tmp_path / "tree")
     old = Wording("0ld0000000000c00", "KV heads per DCP rank ({n}) went wrong in an old release", "vllm/old.py", 3,
                   "f", "ValueError", "0.0.1", "0.0.9", DCP, "0.1.0", DCP)
-    build_site(result, BuildOptions(tmp_path / "site", jobs=1), build_records(result), wordings=(old,))
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), attach_set_by(build_records(result), result.config), wordings=(old,))
     with serving(tmp_path / "site") as url:
         page = browser.new_page()
         page.goto(url + "/")
@@ -123,7 +124,7 @@ def test_a_removed_wording_leads_to_the_live_page_and_no_result_is_a_dead_link(t
     records = [replace(r, entry=Entry(r.id, "errors/oom.yaml", "The KV cache gets what is left of the memory budget.",
                                       solutions=("Raise `--gpu-memory-utilization`.",))) if r.id == live else r
                for r in build_records(result)]
-    build_site(result, BuildOptions(tmp_path / "site", jobs=1), records, wordings=_wordings(result))
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), attach_set_by(records, result.config), wordings=_wordings(result))
     traceback = ('  File "/usr/lib/python3/dist-packages/vllm/worker/worker.py", line 660, in raise_if_cache_size_'
                  f'invalid\nValueError: {OOM}\n')
     with serving(tmp_path / "site") as url:
@@ -366,7 +367,7 @@ def test_a_result_says_what_it_means_in_plain_text_cut_at_a_sentence(tmp_path: P
     fix = "Remove the cache: `rm -rf ~/.cache/vllm/torch_compile_cache` (**once**, see [the docs](https://docs.vllm.ai/))."
     records = [replace(r, entry=Entry(r.id, "errors/dcp.yaml", MEANING, solutions=(fix,)))
                if r.id == DCP else r for r in build_records(result)]
-    build_site(result, BuildOptions(tmp_path / "site", jobs=1), records)
+    build_site(result, BuildOptions(tmp_path / "site", jobs=1), attach_set_by(records, result.config))
     with serving(tmp_path / "site") as url:
         for width in (1100, 390):
             page = browser.new_page(viewport={"width": width, "height": 900})

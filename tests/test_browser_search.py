@@ -137,3 +137,18 @@ def test_words_stay_listed_when_the_match_index_fails_to_load(site_url: str, bro
                                           "Could not load the search index (Failed to fetch).")
     assert "Total number of attention heads" in page.locator("#results li").first.inner_text()
     page.close()
+
+
+def test_a_result_title_reads_as_on_the_error_page(site_url: str, browser) -> None:  # noqa: F811
+    """A result's title marks its placeholders and quotes as the error page's heading does (the
+    script builds nodes as kb/site/render.py's title_html writes them)."""
+    page = browser.new_page()
+    page.goto(f"{site_url}/search/?{urlencode({'q': 'tensor parallel size'})}")
+    page.wait_for_function(FINAL)
+    link = page.locator("#results li a").first
+    assert link.locator("var.ph").first.inner_text() == "{total_num_attention_heads}"
+    listed = link.inner_html()
+    link.click()
+    page.wait_for_load_state()
+    assert page.inner_html("h1") == listed
+    page.close()

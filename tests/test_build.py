@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.site.build import BuildOptions, build_site
 from kb.site.linkcheck import broken_links
 from sitehelpers import build_fixture, fixture_scan, index_json
@@ -134,7 +134,7 @@ def test_slugs_and_site_files(site: Path) -> None:
     slugs = json.loads((site / "api/slugs.json").read_text())
     assert slugs[row["slug"]] == DCP and len(slugs) == len(index["errors"])
     assert set(slugs.values()) == {e["id"] for e in index["errors"]}
-    assert 'fetch(root + "api/slugs.json")' in (site / "404.html").read_text()
+    assert 'lookup("api/slugs.json", name)' in (site / "404.html").read_text()
     assert (site / "robots.txt").read_text() == "User-agent: *\nAllow: /\nSitemap: https://errors.example.org/sitemap.xml\n"
     # pages without curated or derived guidance are noindex and left out of the sitemap
     assert f"<loc>https://errors.example.org/errors/{DCP}/</loc>" not in (site / "sitemap.xml").read_text()
@@ -179,15 +179,15 @@ def test_failed_build_leaves_previous_site(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(build_module, "home_page", boom)
     result = fixture_scan(tmp_path / "tree2")
     with pytest.raises(RuntimeError):
-        build_site(result, BuildOptions(out, jobs=1), build_records(result))
+        build_site(result, BuildOptions(out, jobs=1), attach_set_by(build_records(result), result.config))
     assert files_of(out) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_parallel_render_matches_serial(tmp_path: Path) -> None:
     result = fixture_scan(tmp_path / "tree")
-    build_site(result, BuildOptions(tmp_path / "one", jobs=1), build_records(result))
-    build_site(result, BuildOptions(tmp_path / "two", jobs=2), build_records(result))
+    build_site(result, BuildOptions(tmp_path / "one", jobs=1), attach_set_by(build_records(result), result.config))
+    build_site(result, BuildOptions(tmp_path / "two", jobs=2), attach_set_by(build_records(result), result.config))
     assert files_of(tmp_path / "one") == files_of(tmp_path / "two")
 
 
@@ -215,7 +215,7 @@ def test_llms_txt_and_json_ld_of_every_error_page(tmp_path: Path) -> None:
     result = fixture_scan(tmp_path / "tree")
     records = merge(result, load_entries(write_entries(tmp_path / "errors", {"dcp.yaml": DCP_ENTRY})).entries).records
     site = tmp_path / "site"
-    build_site(result, BuildOptions(site, site_url="https://kb.example", jobs=1), records)
+    build_site(result, BuildOptions(site, site_url="https://kb.example", jobs=1), attach_set_by(records, result.config))
     llms = (site / "llms.txt").read_text()
     assert llms.startswith("# vLLM Error KB: vLLM 0.1.0\n") and "https://kb.example/api/errors/index.json" in llms
     assert "(https://kb.example/errors/d97d5d8528e2b364/)" in llms  # a curated error, linked
@@ -257,7 +257,7 @@ def test_a_family_is_explained_once_on_each_member_page_with_links_to_its_siblin
     write_family(errors, "dcp-checks.yaml", family_yaml([DCP_MAX_ID, DCP]))
     records = merge(result, load_entries(errors).entries).records
     site = tmp_path / "site"
-    build_site(result, BuildOptions(site, jobs=1), records)
+    build_site(result, BuildOptions(site, jobs=1), attach_set_by(records, result.config))
     words = FAMILY_EXPLANATION.split()[:6]
     for me, sibling in ((DCP, DCP_MAX_ID), (DCP_MAX_ID, DCP)):
         html = (site / f"errors/{me}/index.html").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kb.errors import KBError
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.site import output
 from kb.site.build import BuildOptions, build_site
 from sitehelpers import build_fixture, fixture_scan
@@ -119,7 +119,7 @@ def built(tmp_path: Path):
 
 
 def _rebuild(site: Path, scan) -> None:
-    build_site(scan, BuildOptions(site, site_url="https://example.invalid", jobs=1), build_records(scan))
+    build_site(scan, BuildOptions(site, site_url="https://example.invalid", jobs=1), attach_set_by(build_records(scan), scan.config))
 
 
 def test_an_immutable_site_is_an_error_and_stays(built, monkeypatch) -> None:

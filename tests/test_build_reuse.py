@@ -15,7 +15,7 @@ from pathlib import Path
 
 from entryhelpers import write_entries
 from fixture_tree import tree_files, write_tree
-from kb.derived.model import DerivedGuidance, MessageCheck
+from kb.derivedmodel import DerivedGuidance, MessageCheck
 from kb.jobs import build_releases, source_spec
 from kb.records.merge import build_records
 from kb.site.build import BuildOptions, record_key

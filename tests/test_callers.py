@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kb.config.resolve import CONFIG_JSON, ENV, FLAG, INTERNAL, UNRESOLVED, Input
 from kb.jobs import scan_release
 from kb.model import Record, ScanResult
 from kb.scan.extract import extract
 from kb.scan.source import SourceSpec
+from kb.setby import CONFIG_JSON, ENV, FLAG, INTERNAL, UNRESOLVED, Input
 from test_flags import tree_of
 from test_sets import ARG_UTILS_DCP, MODEL_DCP, PARALLEL_DCP, by_key, record_of
 
@@ -302,7 +302,7 @@ def test_worker_processes_resolve_every_record_as_one_process_does(calls_scan: S
 
 # --- request fields ---------------------------------------------------------------------------------
 def test_request_fields_where_requests_are_served_and_in_sampling_params(tmp_path: Path) -> None:
-    from kb.config.resolve import REQUEST_FIELD
+    from kb.setby import REQUEST_FIELD
     from test_inputs import SAMPLING, inputs_tree
 
     sampling = SAMPLING + '''

@@ -141,14 +141,14 @@ def test_tp_3_without_the_models_config_is_not_judged(capsys: pytest.CaptureFixt
                                                        "--gpu-count N; --compute-capability X.Y (or --gpu NAME)")
                for line in lines), out
     at = lines.index(f"  {HEADS_ID}  {HEADS_TITLE}  (needs num_attention_heads)")
-    assert lines[at + 1] == f"      https://kb.example.org/errors/{HEADS_ID}/"
+    assert lines[at + 1] == f"      https://kb.example.org/0.34.0/errors/{HEADS_ID}/"  # the release checked against
     assert lines.index("Checks that need the model's config.json:") < at
     # the JSON says the same: each check with its title, what it needs and where that comes from
     code, out = kb_check(capsys, MODEL, "-tp", "3", options=("--json",))
     data = json.loads(out)
     assert code == EXIT_NOT_JUDGED and data["judged"] is False and data["predicted"] == []
     heads = next(s for s in data["skipped"] if s["id"] == HEADS_ID)
-    assert heads == {"id": HEADS_ID, "title": HEADS_TITLE, "url": f"/errors/{HEADS_ID}/",
+    assert heads == {"id": HEADS_ID, "title": HEADS_TITLE, "url": f"/0.34.0/errors/{HEADS_ID}/",
                      "missing": ["num_attention_heads"], "sources": ["config.json"],
                      "needs": [{"input": "num_attention_heads", "source": "config.json", "options": ["--model-config"]}]}
     assert data["configJson"] == {"source": "none", "path": None, "model": MODEL, "revision": None,

@@ -173,7 +173,7 @@ def test_site_url_is_the_base_of_printed_links(capsys, tree: Path) -> None:
     code, out, _ = run(capsys, "search", "--source", str(tree), "--json", "--site-url", "HTTPS://x.example/kb/",
                        "divisible")
     assert code == 0
-    assert all(h["url"] == f"HTTPS://x.example/kb/errors/{h['id']}/" for h in json.loads(out)["results"])
+    assert all(h["url"] == f"HTTPS://x.example/kb/0.1.0/errors/{h['id']}/" for h in json.loads(out)["results"])
 
 
 def test_build_options_refuse_a_site_url_that_is_not_http(tmp_path: Path) -> None:

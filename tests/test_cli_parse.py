@@ -13,7 +13,7 @@ import pytest
 
 from kb.checks.cli_parse import human_readable_int, parse_command, rewrite
 from kb.cli import main
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.jobs import read_flags, scan_release
 from kb.scan.source import SourceSpec
 from test_sets import dcp_tree

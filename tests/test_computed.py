@@ -10,8 +10,8 @@ import pytest
 
 from kb.checks.computed import GIB, MODELLED, NEEDS, Hardware, compute, modelled, rope_parameters
 from kb.config.computed import digest, followed_digests, max_len_overrides
-from kb.config.model import ConfigModel
 from kb.config.modules import Modules
+from kb.configmodel import ConfigModel
 from kb.hardware import gpu
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "max_position_embeddings": 8192}

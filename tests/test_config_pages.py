@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kb.config.resolve import page_slug
+from kb.config.rules import page_slug
 from kb.jobs import scan_release
 from kb.model import ScanResult
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
 from kb.site.build import BuildOptions, build_site
 from test_sets import DCP, build_and_read, dcp_tree, record_of
@@ -65,7 +65,7 @@ def test_every_config_json_key_has_a_page_with_its_reads_and_errors(dcp_scan: Sc
 
 def test_the_sitemap_lists_the_env_and_config_json_pages(dcp_scan: ScanResult, tmp_path: Path) -> None:
     out = tmp_path / "site"
-    build_site(dcp_scan, BuildOptions(out, site_url="https://errors.example.org", jobs=1), build_records(dcp_scan))
+    build_site(dcp_scan, BuildOptions(out, site_url="https://errors.example.org", jobs=1), attach_set_by(build_records(dcp_scan), dcp_scan.config))
     sitemap = (out / "sitemap.xml").read_text()
     for page in ("env/", "env/VLLM_PORT/", "env/VLLM_SERVER_DEV_MODE/", "config-json/",
                  "config-json/num_attention_heads/"):
@@ -99,7 +99,7 @@ def test_every_env_and_config_json_page_stays_under_50_kb(tmp_path: Path) -> Non
     scan = scan_release(SourceSpec(source_dir=str(hostile_tree(tmp_path / "tree", "long " * 30000, more=300))),
                         use_cache=False)
     out = tmp_path / "site"
-    build_site(scan, BuildOptions(out, jobs=1), build_records(scan))
+    build_site(scan, BuildOptions(out, jobs=1), attach_set_by(build_records(scan), scan.config))
     pages = [*(out / "env").rglob("index.html"), *(out / "config-json").rglob("index.html")]
     assert len(pages) > 300 and (out / "env/page-2/index.html").is_file()
     assert max(p.stat().st_size for p in pages) < 50_000

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from kb.checks.derive import DerivedIndex, derive, facts_of, run
+from kb.checks.compiled import DerivedIndex
+from kb.checks.derive import derive
 from kb.checks.evaluate import evaluate
+from kb.checks.facts import facts_of, run
 from kb.checks.launch_check import check_one
 from kb.checks.report import outcome_json
 from kb.errors import ExprError
@@ -307,7 +309,7 @@ def _tree(files: dict[str, str]) -> tuple[list[str], Any]:
 
 
 def test_module_values_literal_aliases_flag_enums_and_registries_only_plugins_fill() -> None:
-    from kb.checks.derive import constant_value
+    from kb.checks.facts import constant_value
     from kb.config.modules import Modules
     from kb.config.names import module_names
 
@@ -407,9 +409,10 @@ def test_members_chains_collected_lists_and_exits_are_read_as_expressions() -> N
 
 
 def test_what_a_by_name_setter_fills_and_when_post_init_runs_each_method() -> None:
+    from kb.config.byname import name_filled
     from kb.config.interp import Reader
     from kb.config.modules import Modules
-    from kb.config.order import name_filled, post_init_order
+    from kb.config.order import post_init_order
 
     paths, read = _tree({"vllm/config/vllm.py": '''
         LEVEL_0 = {"compilation_config": {"mode": 0, "pass_config": {"fuse": False}}}
@@ -450,7 +453,7 @@ def test_a_create_method_that_fills_the_attribute_it_tests_is_read_with_its_loop
     import ast
     import textwrap
 
-    from kb.config.order import _exits_before
+    from kb.config.exits import exits_before
 
     fn = ast.parse(textwrap.dedent('''
         def create_spec_config(self):
@@ -467,6 +470,6 @@ def test_a_create_method_that_fills_the_attribute_it_tests_is_read_with_its_loop
             return SpecConfig(**self.spec)
         ''')).body[0]
     assert isinstance(fn, ast.FunctionDef)
-    assert _exits_before(fn.body, 13, own=True) == (
+    assert exits_before(fn.body, 13, own=True) == (
         "not self.m is None or not self.n is None or (not self.spec is None)",)
-    assert _exits_before(fn.body, 13) == ("not self.spec is None",)
+    assert exits_before(fn.body, 13) == ("not self.spec is None",)

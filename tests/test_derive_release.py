@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kb.checks.derive import derive, facts_of, run
+from kb.checks.derive import derive
+from kb.checks.facts import facts_of, run
 from kb.checks.report import outcome_json
 from kb.checks.verify import case_facts, verify_records
 from kb.jobs import check_launch, curated_records, scan_release

@@ -26,7 +26,7 @@ from kb.derived.simplify import simplify
 from kb.explain.index import match_index
 from kb.jobs import scan_release
 from kb.model import ExampleFix, ScanResult
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_record
 from kb.site.build import BuildOptions, build_site
@@ -147,7 +147,7 @@ def test_the_guidance_is_cached_by_digest_and_deterministic(tree: ScanResult, tm
 @pytest.fixture(scope="module")
 def site(tree: ScanResult, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("derived-site") / "site"
-    build_site(tree, BuildOptions(out, site_url="https://errors.example.org", jobs=1), build_records(tree))
+    build_site(tree, BuildOptions(out, site_url="https://errors.example.org", jobs=1), attach_set_by(build_records(tree), tree.config))
     return out
 
 
@@ -212,7 +212,8 @@ def test_one_answer_for_the_page_the_lookup_the_markdown_page_and_the_mcp_record
     info = SiteInfo(tree.tree)
     assert api_record(ep, info)["documentation"] == f"{g.meaning} {g.inputs}"
     md = error_markdown(error_view(ep, info, []), info, {}, "")
-    assert "Derived from vLLM's source" in md and "--tensor-parallel-size 5" in md and "Not curated" not in md
+    shown = re.sub(r"<[^>]+>", "", md)  # the example fix is highlighted HTML, as on the site
+    assert "Derived from vLLM's source" in md and "--tensor-parallel-size 5" in shown and "Not curated" not in md
     bare = next(r for r in records if r.file == "vllm/worker.py")
     bare_md = error_markdown(error_view(bare, info, []), info, {}, "")
     assert "## What it means" not in bare_md and "## Solutions" not in bare_md and "Not curated" not in bare_md

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb.cli import main
-from kb.explain.match import Matcher, explain, log_messages, unwrap
 from kb.explain.index import match_index
+from kb.explain.match import Matcher, explain, log_messages, unwrap
 from kb.records.merge import build_records
 from sitehelpers import fixture_scan
 
@@ -210,7 +210,7 @@ def test_fit_finds_what_a_lazy_regex_finds(parts: list[str], text: str, anchors:
 
     start, end = anchors
 
-    from kb.explain.fit import fit
+    from kb.scan.fit import fit
 
     pattern = ("^" if start else "") + "(.+?)".join(re.escape(p) for p in parts) + ("$" if end else "")
     m = re.search(pattern, text)
@@ -320,7 +320,7 @@ def test_a_placeholder_at_the_end_takes_the_bracketed_value_only(lookup: Matcher
 
 
 def test_edge_values_of_contained_matches() -> None:
-    from kb.explain.fit import contained
+    from kb.scan.fit import contained
 
     parts = ["", " failed: ", ""]
     assert contained(parts, "INFO [x] the (big) worker failed: boom now")[0] == ["worker", "boom"]
@@ -333,8 +333,9 @@ def test_the_browser_lookup_has_the_same_constants() -> None:
     """search.js repeats kb explain's thresholds; the agreement tests cover the logic, this the numbers."""
     import re as re_
 
-    from kb.explain import fit, fuzzy, match
+    from kb.explain import fuzzy, match
     from kb.paths import data_dir
+    from kb.scan import fit
 
     js = (data_dir("templates") / "static" / "search.js").read_text(encoding="utf-8")
     for module, name in ((fit, "MIN_LITERAL"), (match, "MIN_SIMILARITY"), (match, "NEAREST_FLOOR"),

@@ -40,6 +40,13 @@ def test_invalid_utf8_on_stdin_under_a_strict_utf8_locale(tree: Path) -> None:
     assert json.loads(done.stdout)["found"][0]["match"]["id"] == DCP
 
 
+def test_a_dash_reads_standard_input(tree: Path) -> None:
+    """`kb explain -` reads the paste from standard input, as `cat -` does, not the text "-"."""
+    done = run_kb("explain", "--source", str(tree), "--json", "-", stdin=("ERROR ValueError: " + FILLED).encode())
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert json.loads(done.stdout)["found"][0]["match"]["id"] == DCP
+
+
 def test_an_argument_that_is_not_utf8(tree: Path) -> None:
     argument = b"h\xc3\xa9ads \xff ".decode("utf-8", "surrogateescape") + FILLED  # as Python receives such bytes
     done = run_kb("explain", "--source", str(tree), "--json", argument,

@@ -98,7 +98,7 @@ def test_curated_markdown_prints_as_plain_text_cut_at_a_sentence(index: Path, ca
         assert plain_text(markdown).startswith(shown.removesuffix(" …"))  # never cut inside a word
     assert "each of the --tensor-parallel-size GPUs" in meaning and "the model card" in meaning
     assert "e.g. -tp 4 for 28 heads" in fix  # "e.g." ends no sentence
-    assert line(out, "Read on:") == f"/errors/{TP_ID}/"
+    assert line(out, "Read on:") == f"/0.1.0/errors/{TP_ID}/"
     # the links are paths: said once how to make them whole
     assert out.count("KB_SITE_URL") == 1 and out.splitlines()[-1].endswith("to print whole URLs.")
 
@@ -146,17 +146,17 @@ def test_values_for_which_vllms_condition_does_not_hold_get_no_fix_of_their_own(
 
 def test_links_are_absolute_under_site_url_else_kb_site_url(index: Path, capsys, monkeypatch) -> None:
     _, out, _ = explain(capsys, "--index", str(index), "--site-url", "https://errors.example.org/kb/", PASTE)
-    assert line(out, "Read on:") == f"https://errors.example.org/kb/errors/{TP_ID}/" and "KB_SITE_URL" not in out
+    assert line(out, "Read on:") == f"https://errors.example.org/kb/0.1.0/errors/{TP_ID}/" and "KB_SITE_URL" not in out
     monkeypatch.setenv("KB_SITE_URL", "https://env.example.org")
     _, out, _ = explain(capsys, "--index", str(index), PASTE)
-    assert line(out, "Read on:") == f"https://env.example.org/errors/{TP_ID}/" and "KB_SITE_URL" not in out
+    assert line(out, "Read on:") == f"https://env.example.org/0.1.0/errors/{TP_ID}/" and "KB_SITE_URL" not in out
     _, out, _ = explain(capsys, "--index", str(index), "--json", PASTE)
-    assert json.loads(out)["found"][0]["match"]["url"] == f"https://env.example.org/errors/{TP_ID}/"
+    assert json.loads(out)["found"][0]["match"]["url"] == f"https://env.example.org/0.1.0/errors/{TP_ID}/"
     _, out, _ = explain(capsys, "--index", str(index), "--site-url", "https://option.example.org", PASTE)
-    assert line(out, "Read on:") == f"https://option.example.org/errors/{TP_ID}/"  # the option wins
+    assert line(out, "Read on:") == f"https://option.example.org/0.1.0/errors/{TP_ID}/"  # the option wins
     monkeypatch.setenv("KB_SITE_URL", "")  # empty: unset
     _, out, _ = explain(capsys, "--index", str(index), PASTE)
-    assert line(out, "Read on:") == f"/errors/{TP_ID}/"
+    assert line(out, "Read on:") == f"/0.1.0/errors/{TP_ID}/"
 
 
 @pytest.mark.parametrize("command", [["explain", PASTE], ["search", "heads"]], ids=lambda c: c[0])
@@ -179,7 +179,7 @@ def test_kb_search_prints_plain_previews_and_absolute_links(capsys, monkeypatch,
     at = next(i for i, x in enumerate(lines) if x.startswith("  1. Total number of attention heads"))
     assert lines[at + 1].strip() == ("Tensor parallelism splits every attention layer by heads: each of the "
                                      "--tensor-parallel-size GPUs computes an equal, whole number of query heads. …")
-    assert lines[at + 2].strip() == f"{TP_ID}  https://errors.example.org/errors/{TP_ID}/"
+    assert lines[at + 2].strip() == f"{TP_ID}  https://errors.example.org/0.1.0/errors/{TP_ID}/"
     assert "KB_SITE_URL" not in out
 
 

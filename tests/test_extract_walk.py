@@ -7,8 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kb.scan.assignments import is_text
+from kb.scan.builders import _own_returns, _own_statements
 from kb.scan.calls import _BLOCKS, statement_children
-from kb.scan.extract import _is_text, _own_returns, _own_statements, extract
+from kb.scan.extract import extract
 
 SOURCES = sorted((Path(__file__).parent.parent / "kb").rglob("*.py"))
 GRAMMAR = '''
@@ -56,7 +58,7 @@ def test_own_returns_are_those_of_each_function_walked_alone() -> None:
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 alone = [n for n in _own_statements(fn) if isinstance(n, ast.Return) and n.value is not None
-                         and (_is_text(n.value) or isinstance(n.value, ast.Name))]
+                         and (is_text(n.value) or isinstance(n.value, ast.Name))]
                 assert found.get(id(fn), []) == alone
 
 

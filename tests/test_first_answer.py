@@ -107,8 +107,8 @@ def test_a_removed_wording_of_a_live_message_leads_with_the_live_page(scan: Scan
     assert f"/errors/{live}/" in text and "Raised up to" not in text
     (data,) = json.loads(explanation_json(ex))["found"]
     assert data["answer"]["id"] == live and data["answer"]["via"] == "same" and data["answer"]["curated"]
-    assert data["answer"]["solution"] == f"The first fix for {live}." and data["answer"]["url"] == f"/errors/{live}/"
-    assert data["match"]["id"] == OLD_OOM and data["match"]["url"] == f"/errors/{live}/"
+    assert data["answer"]["solution"] == f"The first fix for {live}." and data["answer"]["url"] == f"/0.1.0/errors/{live}/"
+    assert data["match"]["id"] == OLD_OOM and data["match"]["url"] == f"/0.1.0/errors/{live}/"
     assert data["match"]["releases"] == ["0.4.3", "0.10.2"] and data["answer"]["note"].startswith("Your wording is")
 
 
@@ -153,7 +153,7 @@ def test_a_declared_successor_answers_for_a_removed_error(scan: ScanResult) -> N
     assert f"The closest current error (similarity {found.closest.score:.2f}, not this error): {found.closest.id}" in text
     (data,) = json.loads(explanation_json(ex))["found"]
     assert data["answer"] is None and data["match"]["url"] is None
-    assert data["closestCurrent"]["url"] == f"/errors/{found.closest.id}/"
+    assert data["closestCurrent"]["url"] == f"/0.1.0/errors/{found.closest.id}/"
 
 
 def test_a_removed_error_with_no_successor_still_links_a_live_page(scan: ScanResult) -> None:

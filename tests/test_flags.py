@@ -14,8 +14,8 @@ import pytest
 
 from fixture_tree import write_tree
 from kb.cli import main
-from kb.config.model import ConfigModel, Flag
 from kb.config.read import read_config, shown_help
+from kb.configmodel import ConfigModel, Flag
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "kb/schemas/scan.schema.json").read_text())
 

@@ -14,7 +14,7 @@ from entryhelpers import DCP_ENTRY, DCP_ID, DCP_MAX, DCP_MAX_FILE, DCP_MAX_ID, M
 from kb.entries.load import load_entries
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Report
-from kb.records.merge import merge
+from kb.records.merge import attach_set_by, merge
 from kb.records.reports import MAX_REPORTS
 from kb.site.build import BuildOptions, build_site
 from kb.site.home import first_sentence, top_errors
@@ -100,7 +100,7 @@ def curated_site(tmp_path: Path, reports: dict[str, tuple[int, str]]) -> Path:
     merged = merge(scan, loaded.entries, reports=loaded.reports)
     assert merged.problems == ()
     out = tmp_path / "site"
-    build_site(scan, BuildOptions(out, jobs=1), list(merged.records))
+    build_site(scan, BuildOptions(out, jobs=1), attach_set_by(list(merged.records), scan.config))
     return out
 
 

@@ -16,8 +16,9 @@ import pytest
 from fixture_tree import write_tree
 from kb.cli import main
 from kb.config.envs import comment_above
-from kb.config.model import ConfigModel
 from kb.config.read import read_config
+from kb.configmodel import ConfigModel
+from kb.records.merge import attach_set_by
 from kb.site.api import SiteInfo, config_api_files, config_schema
 from test_flags import tree_of
 
@@ -569,7 +570,7 @@ def test_the_site_build_writes_api_config_json_byte_identical_twice(tmp_path: Pa
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        build_site(result, BuildOptions(out, jobs=1), build_records(result))
+        build_site(result, BuildOptions(out, jobs=1), attach_set_by(build_records(result), result.config))
         outs.append(((out / "api/config.json").read_bytes(), (out / "api/config.schema.json").read_bytes()))
     assert outs[0] == outs[1]
     doc = json.loads(outs[0][0])
@@ -600,8 +601,8 @@ def load(hf_config):
 def test_the_model_of_a_wheel_is_read_once_and_a_damaged_cache_is_read_again(tmp_path: Path) -> None:
     """kb.config.store: the model round-trips through its JSON; a wheel's is kept under a key of
     its members; a damaged cached file is replaced, never trusted."""
-    from kb.config.model import ConfigModel
     from kb.config.store import config_of
+    from kb.configmodel import ConfigModel
 
     calls: list[str] = []
     files = {"vllm/__init__.py": b"", "vllm/envs.py": b'environment_variables = {"VLLM_X": lambda: "1"}\n'}

@@ -12,7 +12,7 @@ import pytest
 
 from kb.checks.jsonfields import JsonRefusal, KeyError_, key_errors, refusal
 from kb.checks.order import pydantic_repr
-from kb.config.model import ConfigModel, JsonField
+from kb.configmodel import ConfigModel, JsonField
 
 DATA = Path(__file__).parent / "data"
 

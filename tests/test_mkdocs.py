@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def test_curated_pages_nav_and_api(tmp_path: Path, explicit_nav: bool) -> None:
     out = tmp_path / "site"
     page = (out / f"errors/{DCP_ID}/index.html").read_text()
     for needle in ["Error message", "What it means", "Thrown at", "View on GitHub (pinned to v0.1.0)", "Solutions",
-                   "Example fix", "When it happens", "Related errors", "Data as JSON", 'class="tabbed-set', 'class="hll"']:
+                   "Example fix", "When it happens", "Related errors", "Data as JSON", 'class="kb-fix"', 'class="hll"']:
         assert needle in page, needle
     # the entry has no defensive patterns, prevention or situations: those sections are left out, never a placeholder
     for gone in ("Not curated", "Defensive patterns", "Prevention", "Common situations"):
@@ -134,3 +135,55 @@ def test_the_pages_never_replace_a_page_of_the_docs(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert ("vllm-errors: the docs already have guide/index.md, where the plugin puts its own (option 'path' is "
             "'guide'; the JSON API goes under api/)") in proc.stderr
+
+
+HEADS_ID = "f644a7c8e4fdc46c"  # not curated: a page only with include: all
+
+
+@pytest.mark.parametrize("include, directory_urls", [("curated", True), ("all", False)])
+def test_the_pages_mark_the_fix_and_link_cited_ids_as_the_site_does(tmp_path: Path, include: str,
+                                                                    directory_urls: bool) -> None:
+    """The example fix as kb/site/fixdiff.py shows it (wrapped between arguments, the change struck
+    out before and underlined after, said in words) and each raw error id cited in curated prose as
+    a link to its page, named by its title (kb/entries/markdown.py), where it has a page here."""
+    from html import unescape
+
+    from kb.site.fixdiff import fix_code
+
+    config = site(tmp_path, include=include, extra="" if directory_urls else "use_directory_urls: false\n")
+    cited = DCP_ENTRY.replace("  - Set `--decode-context-parallel-size` to a divisor of the group size.\n",
+                              f"  - Set `--decode-context-parallel-size` to a divisor of the group size; {DCP_MAX_ID} "
+                              f"bounds it from above.\n  - Check `{HEADS_ID}` first.\n")
+    write_entries(tmp_path / "errors", {"dcp.yaml": cited})
+    proc = mkdocs_build(config)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "site"
+    page_file = out / (f"errors/{DCP_ID}/index.html" if directory_urls else f"errors/{DCP_ID}.html")
+    page = page_file.read_text()
+    before = "vllm serve org/m --tensor-parallel-size 16 --decode-context-parallel-size 4"
+    after = "vllm serve org/m --tensor-parallel-size 16 --decode-context-parallel-size 2"
+    code = fix_code(before, after, "shell")  # the site's own markup, not a second rendering of it
+    assert f'<code class="kb-cmd">{code.before}</code>' in page and f'<code class="kb-cmd">{code.after}</code>' in page
+    assert '<del class="a chg">' in page and '<ins class="a chg">' in page and "tabbed-set" not in page
+    assert (f'<p class="kb-changes">{code.note}</p>' in page and "<strong>Changed:</strong> <code>--decode-context-"
+            "parallel-size 4</code> → <code>--decode-context-parallel-size 2</code>." in page)
+    shown = [unescape(re.sub(r"<[^>]+>", "", m)) for m in re.findall(r'<code class="kb-cmd">(.*?)</code></pre>', page)]
+    assert shown == [before, after]  # copied, the commands are the commands as written
+    css = re.search(r'<link rel="stylesheet" href="([^"]*errors\.css)"', page)
+    assert css and (page_file.parent / css.group(1)).resolve() == (out / "errors/errors.css").resolve()
+    assert ".kb-fix del" in (out / "errors/errors.css").read_text()
+    # the cited ids: a link named by the title, to a page that exists; an id without a page stays as written
+    max_title = re.search(r"<title>(.*?) - vLLM</title>",
+                          (out / (f"errors/{DCP_MAX_ID}/index.html" if directory_urls else
+                                  f"errors/{DCP_MAX_ID}.html")).read_text()).group(1)
+    link = re.search(rf'<a class="error-ref" href="([^"]+)" title="error {DCP_MAX_ID}">([^<]+)</a>', page)
+    assert link and (page_file.parent / link.group(1)).resolve() in {(out / f"errors/{DCP_MAX_ID}/").resolve(),
+                                                                     (out / f"errors/{DCP_MAX_ID}.html").resolve()}
+    assert (page_file.parent / link.group(1) / ("index.html" if directory_urls else "")).is_file()
+    assert unescape(link.group(2)) == unescape(max_title)  # its title, as its own page has it
+    assert f"“{link.group(0)}”" in page  # quoted, as the site quotes it
+    heads = re.search(rf'<a class="error-ref" href="([^"]+)" title="error {HEADS_ID}">', page)
+    if include == "all":
+        assert heads and (page_file.parent / heads.group(1)).is_file()
+    else:
+        assert heads is None and f"<code>{HEADS_ID}</code>" in page

@@ -38,6 +38,10 @@ def test_wheel_carries_templates_and_curated_entries(wheel: Path) -> None:
     assert {"kb/" + t for t in templates} <= names
     assert {"kb/curated/" + e.removeprefix("errors/") for e in tracked("errors")} <= names
     assert {"kb/schemas/scan.schema.json", "kb/schemas/record.schema.json"} <= names
+    # the MCP registry's entry and the agents' usage note beside the server, the MkDocs plugin's stylesheet
+    assert {"kb/agent/server.json", "kb/agent/SKILL.md", "kb/mkdocs/errors.css"} <= names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert "vllm-error-kb = kb.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()  # uvx vllm-error-kb mcp
 
 
 def test_installed_kb_builds_from_another_folder(wheel: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from kb.checks.launch import read_config
 from kb.checks.launch_check import check_one, derived_index
 from kb.checks.report import outcome_json, outcome_text
 from kb.checks.request import read_request
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.errors import KBError
 from kb.fit.launch import fit_one
 from kb.fit.report import fit_json, fit_text

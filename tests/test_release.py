@@ -11,6 +11,7 @@ import pytest
 from kb import PINNED_VLLM
 from kb.jobs import scan_release
 from kb.paths import cache_dir
+from kb.records.merge import attach_set_by
 from kb.scan.source import SourceSpec, download_wheel, from_wheel
 
 pytestmark = pytest.mark.release
@@ -92,7 +93,7 @@ def site_0_33(scan_0_33, tmp_path_factory):
     from kb.site.build import BuildOptions, build_site
 
     out = tmp_path_factory.mktemp("real") / "site"
-    report = build_site(scan_0_33, BuildOptions(out), build_records(scan_0_33))
+    report = build_site(scan_0_33, BuildOptions(out), attach_set_by(build_records(scan_0_33), scan_0_33.config))
     return out, report
 
 
@@ -137,8 +138,8 @@ def test_real_dcp_page_has_every_reference_section(site_0_33) -> None:
 
 
 def test_shipped_entries_lint_clean_on_the_pinned_release() -> None:
-    from kb.records.lint import lint
     from kb.paths import data_dir
+    from kb.records.lint import lint
 
     report = lint(scan_release(SourceSpec(vllm_version=PINNED_VLLM)), data_dir("errors"))
     assert report.problems == ()
@@ -147,11 +148,11 @@ def test_shipped_entries_lint_clean_on_the_pinned_release() -> None:
 
 
 def test_kb_check_on_the_reference_page_before_and_after(scan_0_33) -> None:
+    from kb.checks.launch import parse_launch
     from kb.checks.predict import predict
     from kb.entries.load import load_entries
-    from kb.checks.launch import parse_launch
-    from kb.records.merge import merge
     from kb.paths import data_dir
+    from kb.records.merge import merge
 
     records = merge(scan_0_33, load_entries(data_dir("errors")).entries).records
     config = {"num_attention_heads": 48, "num_key_value_heads": 8, "model_type": "llama"}
@@ -237,12 +238,12 @@ def test_the_classic_oom_paste_leads_with_the_live_curated_page(paste: str, caps
     assert main(["explain", "--vllm-version", PINNED_VLLM, "--json", paste]) == 0
     (found,) = json.loads(capsys.readouterr().out)["found"]
     assert found["answer"]["id"] == live and found["answer"]["curated"] and found["answer"]["solution"]
-    assert found["match"]["url"] == f"/errors/{live}/" and found["match"]["releases"] == ["0.4.3", "0.10.2"]
+    assert found["match"]["url"] == f"/{PINNED_VLLM}/errors/{live}/" and found["match"]["releases"] == ["0.4.3", "0.10.2"]
 
 
 def test_filled_templates_of_the_release_map_back() -> None:
-    from kb.jobs import match_index_for
     from kb.explain.match import Matcher, load_index, round_trip
+    from kb.jobs import match_index_for
 
     rt = round_trip(Matcher(load_index(match_index_for(SourceSpec(vllm_version="0.33.0")))))
     assert rt["other"] == 0 and rt["none"] == 0

@@ -15,7 +15,7 @@ import pytest
 from conftest import make_wheel
 from fixture_tree import tree_files, write_tree
 from kb.model import ScanResult
-from kb.records.merge import build_records
+from kb.records.merge import attach_set_by, build_records
 from kb.releases.history import build_history
 from kb.releases.known import known_releases, wording_diffs
 from kb.releases.published import published_releases
@@ -93,7 +93,7 @@ def test_the_wordings_give_the_history_s_own_changes(scans) -> None:
 
 def _build(tmp_path: Path, result: ScanResult, known) -> Path:
     out = tmp_path / "site"
-    build_site(result, BuildOptions(out, jobs=1), build_records(result), known=known)
+    build_site(result, BuildOptions(out, jobs=1), attach_set_by(build_records(result), result.config), known=known)
     return out
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from entryhelpers import DCP_MAX, DCP_MAX_FILE, DCP_MAX_ID, DCP_MAX_TEMPLATE, write_entries
 from kb.entries.load import load_entries
-from kb.explain.fit import quotes_template
 from kb.mkdocs.pages import error_markdown
 from kb.model import Report, Wording
-from kb.records.merge import merge
+from kb.records.merge import attach_set_by, merge
 from kb.records.reports import MAX_REPORTS
+from kb.scan.fit import quotes_template
 from kb.search.index import boost
 from kb.search.query import load_search_index
 from kb.site.build import BuildOptions, build_site
@@ -147,7 +147,7 @@ EVIL_TITLE = 'DCP <script>alert(1)</script> & `code` [x](javascript:alert(1)) *c
 def test_the_page_record_markdown_and_search_show_a_report_escaped(tmp_path: Path) -> None:
     scan, merged = merged_with(tmp_path, reports_yaml((DCP_MAX_ID, URL, EVIL_TITLE + " zebrafish", QUOTE)))
     out = tmp_path / "site"
-    build_site(scan, BuildOptions(out, jobs=1), list(merged.records))
+    build_site(scan, BuildOptions(out, jobs=1), attach_set_by(list(merged.records), scan.config))
     page = (out / "errors" / DCP_MAX_ID / "index.html").read_text(encoding="utf-8")
     assert '<h3 id="reports">Public reports</h3>' in page
     assert (f'<li><a href="{URL}">DCP &lt;script&gt;alert(1)&lt;/script&gt; &amp; `code` [x](javascript:alert(1)) '

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.checks.derive import reads_request
+from kb.checks.facts import reads_request
 from kb.checks.launch import ConfigFile
 from kb.checks.launch_check import check_one, derived_index
 from kb.checks.predict import Prediction

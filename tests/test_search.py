@@ -70,7 +70,7 @@ def test_search_cli_json_and_the_paste_goes_to_the_exact_lookup_first(site: Path
     out = json.loads(capsys.readouterr().out)
     first = out["results"][0]
     assert first["id"] == "d97d5d8528e2b364" and first["kind"] == "exact"
-    assert first["url"] == "/errors/d97d5d8528e2b364/" and set(first) == {"id", "score", "title", "url", "kind"}
+    assert first["url"] == "/0.1.0/errors/d97d5d8528e2b364/" and set(first) == {"id", "score", "title", "url", "kind"}
     assert len(out["results"]) <= 3 and len({r["id"] for r in out["results"]}) == len(out["results"])
     assert main(["search", "--site", str(site), "--json", "kv", "heads", "divisible"]) == 0
     words = json.loads(capsys.readouterr().out)["results"]

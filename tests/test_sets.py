@@ -14,23 +14,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from kb.config.resolve import (
-    CONFIG_JSON,
-    ENV,
-    FLAG,
-    HARDWARE,
-    INTERNAL,
-    REACHABILITY,
-    UNRESOLVED,
-    Input,
-    SetByReader,
-    flag_slug,
-)
+from kb.config.resolve import SetByReader
+from kb.config.rules import flag_slug
 from kb.jobs import scan_release
 from kb.mkdocs.pages import error_markdown
 from kb.model import Context, LocalDef, RaiseFact, RaiseSite, Record, ScanResult
 from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
+from kb.setby import CONFIG_JSON, ENV, FLAG, HARDWARE, INTERNAL, REACHABILITY, UNRESOLVED, Input
 from kb.site.api import SiteInfo, api_record
 from kb.site.build import BuildOptions, build_site
 from kb.site.views import error_view
@@ -263,7 +254,7 @@ def test_the_error_page_markdown_and_api_record_say_what_sets_it(dcp_scan: ScanR
 def build_and_read(scan: ScanResult, tmp_path: Path, path: str) -> str:
     out = tmp_path / "site"
     if not out.exists():
-        build_site(scan, BuildOptions(out, jobs=1), build_records(scan))
+        build_site(scan, BuildOptions(out, jobs=1), attach_set_by(build_records(scan), scan.config))
     return (out / path).read_text(encoding="utf-8")
 
 

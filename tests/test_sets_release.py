@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kb.config.resolve import CONFIG_JSON, FLAG, REACHABILITY
 from kb.jobs import scan_release
 from kb.model import Record, ScanResult
 from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
+from kb.setby import CONFIG_JSON, FLAG, REACHABILITY
 from kb.site.build import BuildOptions, build_site
 
 pytestmark = pytest.mark.release
@@ -49,7 +49,7 @@ def test_every_error_id_has_a_reachability_class(records: list[Record]) -> None:
 def test_the_dcp_page_and_its_flag_pages(scan_0_33: ScanResult, records: list[Record], tmp_path: Path) -> None:
     dcp = [replace(r, related=()) for r in records if r.id == DCP]  # a site of this page alone
     site = tmp_path / "site"
-    build_site(scan_0_33, BuildOptions(site, jobs=1), dcp)
+    build_site(scan_0_33, BuildOptions(site, jobs=1), attach_set_by(dcp, scan_0_33.config))
     page = (site / f"errors/{DCP}/index.html").read_text(encoding="utf-8")
     section = page[page.index('<section id="set-by">'):]
     section = section[: section.index("</section>")]

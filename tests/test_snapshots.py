@@ -15,8 +15,8 @@ import pytest
 
 from kb.jobs import curated_records
 from kb.mkdocs.pages import error_markdown
-from kb.scan.document import scan_document
 from kb.records.merge import attach_set_by
+from kb.scan.document import scan_document
 from kb.site.api import SiteInfo
 from kb.site.build import BuildOptions, build_site
 from kb.site.views import error_view, summary
@@ -31,7 +31,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("snap")
     result = fixture_scan(tmp / "tree")
     merged = curated_records([("", result)], None)  # the shipped entries: the DCP page is curated
-    build_site(result, BuildOptions(tmp / "site", jobs=1), merged.records)
+    build_site(result, BuildOptions(tmp / "site", jobs=1), attach_set_by(merged.records, result.config))
     return result, merged, tmp / "site"
 
 

@@ -90,7 +90,7 @@ def words(trial: list[tuple[str, Any]]) -> list[str]:
 
 def aimed(version: str, limit: int) -> list[dict[str, Any]]:
     """The launches that kb's scan of `version` aims at its derived checks (a hit and a clean one each)."""
-    from kb.checks.derive import facts_of
+    from kb.checks.facts import facts_of
     from kb.checks.launch import ConfigFile
     from kb.checks.launch_check import check_one, derived_index
     from kb.checks.predict import Prediction

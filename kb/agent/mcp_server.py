@@ -137,8 +137,8 @@ class Releases:
     def _load_records(self, spec: SourceSpec) -> tuple[Any, Any]:
         from kb.derived.attach import attach_derived
         from kb.jobs import curated_records, scan_release
+        from kb.model import Merged
         from kb.paths import cache_dir
-        from kb.records.merge import Merged
         from kb.site.api import SiteInfo
 
         scan = scan_release(spec)
@@ -229,8 +229,9 @@ def tools(releases: Releases) -> dict[str, Callable[..., dict[str, Any]]]:
 
             raise UsageError(f"expected an integer from 1 to {MAX_LIMIT}, got {shown_value(limit)}", "limit")
         spec = releases.spec_for(release)
-        hits = releases.searcher(spec).search(query, limit)
-        return hits_dict(releases.label(spec), hits)
+        searcher = releases.searcher(spec)
+        # the pages' links name the release of the index, as kb search prints them (kb.urls.error_url)
+        return hits_dict(searcher.release, searcher.search(query, limit)) | {"release": releases.label(spec)}
 
     def get_error(id: str, release: Optional[str] = None) -> dict[str, Any]:
         """The full record of one error id, as the site's /api/errors/<id> gives it."""

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from kb.config.model import Flag
+from kb.configmodel import Flag
 
 MAX_CANDIDATES = 64
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn, Optional
 
-from kb.config.model import STRING_METHODS, ConfigModel, Flag
+from kb.configmodel import STRING_METHODS, ConfigModel, Flag
 
 PROG = "vllm serve"
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kb.checks.vocab import INPUTS, MAX_NUMBER, config_value
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 
 GIB = 1 << 30
 # (function -> digests of kb.config.computed.digest) of the releases this module follows exactly

@@ -319,28 +319,44 @@ _FROZEN_ITEMS = 1_000  # values larger than this are not kept
 
 def _frozen(env: Mapping[str, Any]) -> Any:
     """The values as a hashable key, each with its type (`1`, `1.0` and `True` are equal, but
-    `isinstance` tells them apart); _UNKEPT for a value kb does not freeze."""
+    `isinstance` tells them apart); _UNKEPT for a value kb does not freeze (more than
+    _FROZEN_ITEMS values in all, a nan, an unhashable one)."""
+    out: list[tuple[str, Any]] = []
     count = [0]
-
-    def freeze(v: Any) -> Any:
-        count[0] += 1
-        if count[0] > _FROZEN_ITEMS:
-            raise TypeError
-        if isinstance(v, (list, tuple)):
-            return (type(v).__name__, tuple(freeze(x) for x in v))
-        if isinstance(v, (set, frozenset)):
-            return (type(v).__name__, frozenset(freeze(x) for x in v))
-        if isinstance(v, dict):
-            return ("dict", tuple((freeze(k), freeze(x)) for k, x in v.items()))
-        if isinstance(v, float) and v != v:
-            raise TypeError  # nan: never equal to itself
-        hash(v)
-        return (type(v), v)
-
     try:
-        return tuple(sorted(((k, freeze(v)) for k, v in env.items()), key=lambda kv: kv[0]))
+        for k, v in env.items():
+            t = type(v)
+            if t is str or t is int or t is bool or v is None:  # most values: frozen here, without a call
+                count[0] += 1
+                out.append((k, (t, v)))
+            else:
+                out.append((k, _freeze(v, count)))
+        if count[0] > _FROZEN_ITEMS:
+            return _UNKEPT
+        out.sort(key=_first)
+        return tuple(out)
     except (TypeError, RecursionError):
         return _UNKEPT
+
+
+def _first(kv: tuple[str, Any]) -> str:
+    return kv[0]
+
+
+def _freeze(v: Any, count: list[int]) -> Any:
+    count[0] += 1
+    if count[0] > _FROZEN_ITEMS:
+        raise TypeError
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_freeze(x, count) for x in v))
+    if isinstance(v, (set, frozenset)):
+        return (type(v).__name__, frozenset(_freeze(x, count) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple((_freeze(k, count), _freeze(x, count)) for k, x in v.items()))
+    if isinstance(v, float) and v != v:
+        raise TypeError  # nan: never equal to itself
+    hash(v)
+    return (type(v), v)
 
 
 def _truth(n: ast.expr, env: Mapping[str, Any]) -> bool:

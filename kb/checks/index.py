@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from kb.checks.derive import DerivedIndex
-from kb.config.model import ConfigModel
+from kb.checks.compiled import DerivedIndex
+from kb.configmodel import ConfigModel
 from kb.files import compact_json, write_atomic
 from kb.model import Case, Check, Entry, Excerpt, RaiseFact, RaiseSite, Record
 

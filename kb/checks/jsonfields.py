@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from kb.checks.order import _CHECKS, pydantic_report
-from kb.config.model import ConfigModel, JsonField
+from kb.configmodel import ConfigModel, JsonField
 
 _BOOL_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
 _TAGS = {"bool": "bool", "int": "int", "float": "float", "str": "str"}

@@ -11,38 +11,43 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, argument_name, has_parser, parse_command
+from kb.checks.compiled import Derived, DerivedIndex
 from kb.checks.computed import Hardware
-from kb.checks.derive import (
-    _MISSING,
-    Derived,
-    DerivedIndex,
-    Facts,
-    Verdict,
-    derive,
-    facts_of,
-    passed_value,
-    reads_request,
-    run,
-)
+from kb.checks.derive import derive
 from kb.checks.evaluate import dropped
+from kb.checks.facts import _MISSING, Facts, Verdict, facts_of, passed_value, reads_request, run
 from kb.checks.jsonfields import refusal
 from kb.checks.launch import ConfigFile, Launch, parse_launch, serve_words
 from kb.checks.order import FieldError, constraint_error, position, pydantic_report, validation_failures
 from kb.checks.predict import NotRun, Outcome, Prediction, Skipped, predict
 from kb.checks.valid import derived_valid_values, valid_values
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.errors import OVER_BUDGET
-from kb.model import Record
+from kb.model import RaiseSite, Record
 
-_DERIVED: list[tuple[Sequence[Record], ConfigModel, DerivedIndex]] = []  # the records and model it is of, held
+# the last sites and flag model derived, with their index (held, so that no other list takes their ids)
+_DERIVED: list[tuple[Sequence[Record], list[RaiseSite], ConfigModel, DerivedIndex]] = []
 
 
 def derived_index(records: Sequence[Record], flags: ConfigModel) -> DerivedIndex:
-    """The derived checks of the records' sites, once per records and flag model in a row (the
-    same objects: they are held, so that another list never takes their place by its id)."""
-    if not _DERIVED or _DERIVED[0][0] is not records or _DERIVED[0][1] is not flags:
-        _DERIVED[:] = [(records, flags, derive([s for r in records for s in r.sites], flags))]
-    return _DERIVED[0][2]
+    """The derived checks of the records' sites, once per flag model and sites in a row (the same
+    objects: records rebuilt around the same sites, as the build's stages do, share it)."""
+    if _DERIVED and _DERIVED[0][0] is records and _DERIVED[0][2] is flags:
+        return _DERIVED[0][3]
+    return derived_of([s for r in records for s in r.sites], flags, records)
+
+
+def derived_of(sites: list[RaiseSite], flags: ConfigModel, records: Sequence[Record] = ()) -> DerivedIndex:
+    """`derive(sites, flags)`, kept while the next call gives the same site objects and model."""
+    if not _DERIVED or _DERIVED[0][2] is not flags or not _same(_DERIVED[0][1], sites):
+        _DERIVED[:] = [(records, sites, flags, derive(sites, flags))]
+    elif records:
+        _DERIVED[0] = (records, *_DERIVED[0][1:])
+    return _DERIVED[0][3]
+
+
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def check_one(records: Sequence[Record], flags: Optional[ConfigModel], argv: Sequence[str],

@@ -14,7 +14,7 @@ from typing import Optional
 from kb.checks.cli_parse import has_parser, parse_command
 from kb.checks.launch import parse_launch, serve_words
 from kb.config.hfcache import config_in_cache, hub_cache
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.model import Record
 
 ENGINE_FILE = "vllm/engine/arg_utils.py"

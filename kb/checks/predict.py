@@ -59,6 +59,7 @@ class Outcome:
     valid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # id -> flag -> values passing every check
     unknown: tuple[Skipped, ...] = ()  # derived checks the launch does not give the inputs of (kb/checks/derive.py)
     config: Optional[ConfigSource] = None  # which config.json was read, or where kb looked (kb check)
+    release: Optional[str] = None  # the release checked against (its pages' links name it), when it is one
 
     @property
     def errors(self) -> int:

@@ -20,10 +20,7 @@ from kb.checks.needs import (
 )
 from kb.checks.order import ValidationFailure
 from kb.checks.predict import Outcome, Prediction
-
-
-def page_url(ident: str, site_url: Optional[str]) -> str:
-    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
+from kb.urls import error_url
 
 
 def _first(outcome: Outcome) -> Optional[dict[str, Any]]:
@@ -49,7 +46,7 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None, fit: Optional
             {"id": p.record.id, "class": p.record.exception_class, "file": p.record.file, "line": p.record.line,
              "function": p.record.sites[0].fact.qualname, "message": p.message, "template": p.record.template,
              "firstSolution": p.record.entry.solutions[0] if p.record.entry and p.record.entry.solutions else None,
-             "url": page_url(p.record.id, site_url), "order": rank[id(p)],
+             "url": error_url(p.record.id, site_url, outcome.release), "order": rank[id(p)],
              "validValues": outcome.valid.get(p.record.id, {}),
              "source": "curated" if p.record.entry is not None and p.record.entry.check is not None else "derived"}
             for p in predicted],
@@ -61,7 +58,7 @@ def outcome_json(outcome: Outcome, site_url: Optional[str] = None, fit: Optional
                         for f in v.errors]}
             for v in events if isinstance(v, ValidationFailure)],
         "first": _first(outcome),
-        "skipped": [{"id": s.record.id, "title": s.record.title, "url": page_url(s.record.id, site_url),
+        "skipped": [{"id": s.record.id, "title": s.record.title, "url": error_url(s.record.id, site_url, outcome.release),
                      "missing": list(s.missing), "needs": [n.to_json() for n in needs_of(s)],
                      "sources": list(sources_of(s))} for s in outcome.skipped],
         "judged": outcome.judged,
@@ -119,7 +116,7 @@ def outcome_text(outcome: Outcome, site_url: Optional[str] = None) -> str:
         for flag, values in outcome.valid.get(r.id, {}).items():
             lines.append(f"    Valid {flag} here (the rest unchanged, every check of it passes): "
                          + ", ".join(str(v) for v in values))
-        lines.append(f"    {page_url(r.id, site_url)}")
+        lines.append(f"    {error_url(r.id, site_url, outcome.release)}")
     if n > 1:
         lines += ["", "  vLLM stops at the first error; the next appears once it is fixed."]
     if outcome.skipped and (n or stop is not None):
@@ -169,7 +166,7 @@ def not_judged(outcome: Outcome, site_url: Optional[str]) -> list[str]:
         for s in group.checks:
             lines.append(f"  {s.record.id}  {s.record.title}  (needs {', '.join(s.missing)})")
             if site_url:
-                lines.append(f"      {page_url(s.record.id, site_url)}")
+                lines.append(f"      {error_url(s.record.id, site_url, outcome.release)}")
     return lines
 
 

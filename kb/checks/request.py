@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kb.config.model import ConfigModel
 from kb.config.order import REQUEST_CLASS
+from kb.configmodel import ConfigModel
 from kb.errors import UsageError
 
 MAX_REQUEST_BYTES = 1024 * 1024  # a request's sampling parameters are a few hundred bytes

@@ -13,11 +13,12 @@ from typing import Any
 
 from kb.checks.candidates import MAX_CANDIDATES
 from kb.checks.candidates import flag_candidates as flag_candidates  # kept importable from here
-from kb.checks.derive import Derived, DerivedIndex, Facts, run
+from kb.checks.compiled import Derived, DerivedIndex
+from kb.checks.facts import Facts, run
 from kb.checks.launch import Launch
 from kb.checks.predict import Outcome, predict
 from kb.checks.vocab import INPUTS
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.model import Record
 
 

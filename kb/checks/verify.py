@@ -10,16 +10,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from kb.checks.cli_parse import has_parser, parse_command
-from kb.checks.derive import DerivedIndex, Facts, derive, facts_of, run
+from kb.checks.compiled import DerivedIndex
+from kb.checks.derive import derive
 from kb.checks.evaluate import evaluate, substitute
+from kb.checks.facts import Facts, facts_of, run
 from kb.checks.launch import ConfigFile, command_words, parse_launch, serve_words
 from kb.checks.launch_check import check_one
 from kb.checks.order import validation_failures
 from kb.checks.predict import NotRun, bindings_of, locals_of, predict
 from kb.checks.vocab import INPUTS, UNKNOWN
-from kb.config.model import ConfigModel
-from kb.errors import ExprError, MissingInput, UsageError
-from kb.model import Check, ExampleFix, Located, RaiseSite, Record
+from kb.configmodel import ConfigModel
+from kb.errors import ExprError, Located, MissingInput, UsageError
+from kb.model import Check, ExampleFix, RaiseSite, Record
 
 
 def verify_records(records: Sequence[Record], config: Optional[ConfigModel] = None) -> dict[str, list[Located]]:
@@ -194,15 +196,17 @@ def verify_example_fix(r: Record, records: Sequence[Record], config: Optional[Co
             for side, message, failed in _fix_findings(r, fix, records, config)]
 
 
-def fix_problems(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel] = None) -> list[str]:
+def fix_problems(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel] = None,
+                 derived: Optional[DerivedIndex] = None) -> list[str]:
     """What `verify_example_fix` finds wrong with an example fix that no entry holds (a fix kb
-    derives, kb/derived/fix.py): the same machinery, the problems as text."""
+    derives, kb/derived/fix.py): the same machinery, the problems as text. `derived`: the derived
+    checks of `records`' sites, or of more sites (those of other records are not run)."""
     return [message if failed is None else f"example_fix.{side}: {failed.record.id}: {failed.error or failed.reason}"
-            for side, message, failed in _fix_findings(r, fix, records, config)]
+            for side, message, failed in _fix_findings(r, fix, records, config, derived)]
 
 
-def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel]
-                  ) -> list[tuple[str, str, Optional[NotRun]]]:
+def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config: Optional[ConfigModel],
+                  derived: Optional[DerivedIndex] = None) -> list[tuple[str, str, Optional[NotRun]]]:
     """(side, problem, the check that could not run) of each problem of a shell example fix."""
     problems: list[tuple[str, str, Optional[NotRun]]] = []
     for side, text, request in (("before", fix.before, fix.request_before), ("after", fix.after, fix.request_after)):
@@ -221,7 +225,7 @@ def _fix_findings(r: Record, fix: ExampleFix, records: Sequence[Record], config:
         # as `kb check` runs it: the derived checks and the values vLLM computes too, where the
         # release's parser is known; else the curated checks alone
         outcome = check_one(records, config, words, ConfigFile("config.json", dict(fix.model_config or {})),
-                            dict(fix.hardware or {}), with_valid=False, request=request) \
+                            dict(fix.hardware or {}), with_valid=False, derived=derived, request=request) \
             if config is not None and has_parser(config) \
             else predict(records, launch)
         problems += [(side, "", n) for n in outcome.not_run]

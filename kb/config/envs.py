@@ -9,10 +9,12 @@ import ast
 import re
 from typing import Any, Optional
 
-from kb.config.interp import MAX_STEPS, Budget, Frame, Reader
-from kb.config.model import EnvVar
+from kb.config.interp import Reader
+from kb.config.lookup import MAX_STEPS
 from kb.config.modules import Module
+from kb.config.refs import Budget, Frame
 from kb.config.values import Unknown, plain, source_text
+from kb.configmodel import EnvVar
 
 ENVS_MODULE = "vllm.envs"
 MAX_ENV_VARS = 5_000

@@ -10,14 +10,12 @@ import ast
 import inspect
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-from kb.config.model import JSON
 from kb.config.modules import Module
+from kb.config.refs import ClassRef, Evaluator, Frame, FunctionRef
 from kb.config.values import Builtin, DictInstance, FieldKwargs, LiteralType, SetValue, Unknown, copy_value, plain
-
-if TYPE_CHECKING:
-    from kb.config.interp import ClassRef, Frame, Reader
+from kb.configmodel import JSON
 
 _DATACLASS_DECORATORS = {"dataclass", "config", "dataclasses.dataclass", "pydantic.dataclasses.dataclass"}
 _JSON_TIP = "Should either be a valid JSON string or JSON keys passed individually."
@@ -73,11 +71,9 @@ def callee_name(node: ast.expr) -> str:
     return ""
 
 
-def field_spec(reader: Reader, value: ast.expr, frame: Frame) -> Optional[FieldSpec]:
+def field_spec(reader: Evaluator, value: ast.expr, frame: Frame) -> Optional[FieldSpec]:
     """The spec of `x: T = field(...)` (or pydantic's `Field(...)`, or vLLM's `get_field(C, "x")`),
     None for a plain default."""
-    from kb.config.interp import FunctionRef
-
     if isinstance(value, ast.Call) and callee_name(value.func) == "cast" and len(value.args) == 2:
         value = value.args[1]  # `cast(dict[str, int], get_field(ModelConfig, "limit_mm_per_prompt"))`
     if not isinstance(value, ast.Call) or callee_name(value.func) not in ("field", "Field", "get_field"):
@@ -87,8 +83,6 @@ def field_spec(reader: Reader, value: ast.expr, frame: Frame) -> Optional[FieldS
     if isinstance(func, FunctionRef) and func.name == "get_field" and len(value.args) == 2:
         cls = reader.eval(value.args[0], frame)
         name = reader.eval(value.args[1], frame)
-        from kb.config.interp import ClassRef
-
         if isinstance(cls, ClassRef) and isinstance(name, str):
             for f in dataclass_fields(reader, cls):
                 if f.name == name:
@@ -108,9 +102,7 @@ def field_spec(reader: Reader, value: ast.expr, frame: Frame) -> Optional[FieldS
     return FieldSpec(Unknown("<no default>"), False, False, shown)
 
 
-def factory_value(reader: Reader, factory: Any) -> Any:
-    from kb.config.interp import ClassRef, FunctionRef
-
+def factory_value(reader: Evaluator, factory: Any) -> Any:
     if isinstance(factory, Builtin):
         empty = {"list": [], "dict": {}, "set": SetValue(()), "tuple": ()}
         return copy_value(empty.get(factory.name.split(".")[-1], Unknown(f"{factory.name}()")))
@@ -123,7 +115,7 @@ def factory_value(reader: Reader, factory: Any) -> Any:
     return Unknown("<default_factory>")
 
 
-def is_dataclass(reader: Reader, cls: ClassRef) -> bool:
+def is_dataclass(reader: Evaluator, cls: ClassRef) -> bool:
     for d in cls.node.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
         if callee_name(target) in ("dataclass", "config") or ast.unparse(target) in _DATACLASS_DECORATORS:
@@ -136,11 +128,9 @@ def _is_classvar(annotation: ast.expr) -> bool:
     return callee_name(target) in ("ClassVar", "InitVar")
 
 
-def dataclass_fields(reader: Reader, cls: ClassRef) -> list[ConfigField]:
+def dataclass_fields(reader: Evaluator, cls: ClassRef) -> list[ConfigField]:
     """`dataclasses.fields(cls)` from source: base classes' fields first, an overridden field
     keeping its place; each with its attribute docstring (vLLM's `get_attr_docs`)."""
-    from kb.config.interp import Frame
-
     fields: dict[str, ConfigField] = {}
     docs: dict[str, str] = {}
     for owner in reversed(reader.mro(cls)):
@@ -176,7 +166,7 @@ def dataclass_fields(reader: Reader, cls: ClassRef) -> list[ConfigField]:
                         f.owner, f.line, f.constraints) for f in fields.values()]
 
 
-def field_constraints(reader: Reader, call: ast.Call, frame: Frame) -> list[tuple[str, JSON]]:
+def field_constraints(reader: Evaluator, call: ast.Call, frame: Frame) -> list[tuple[str, JSON]]:
     out = []
     for k in call.keywords:
         if k.arg in CONSTRAINTS:
@@ -185,7 +175,7 @@ def field_constraints(reader: Reader, call: ast.Call, frame: Frame) -> list[tupl
     return out
 
 
-def annotated_constraints(reader: Reader, node: ast.expr, frame: Frame) -> list[tuple[str, JSON]]:
+def annotated_constraints(reader: Evaluator, node: ast.expr, frame: Frame) -> list[tuple[str, JSON]]:
     """`Annotated[int, Field(ge=-1)]` anywhere in the hint (also inside `| None`)."""
     out: list[tuple[str, JSON]] = []
     for sub in itertools.islice(ast.walk(node), 500):
@@ -196,17 +186,14 @@ def annotated_constraints(reader: Reader, node: ast.expr, frame: Frame) -> list[
     return out
 
 
-
 # --- type hints -----------------------------------------------------------------------------------
 _BUILTIN_KINDS = {"bool": "bool", "int": "int", "float": "float", "str": "str", "dict": "dict", "Dict": "dict",
                   "list": "list", "List": "list", "tuple": "tuple", "Tuple": "tuple", "set": "set", "Set": "set",
                   "None": "none", "NoneType": "none"}
 
 
-def hints(reader: Reader, node: Optional[ast.expr], module: Module, depth: int = 0) -> list[Hint]:
+def hints(reader: Evaluator, node: Optional[ast.expr], module: Module, depth: int = 0) -> list[Hint]:
     """vLLM's `get_type_hints(field.type)`: the members of unions and `Annotated`, aliases followed."""
-    from kb.config.interp import ClassRef, Frame
-
     if node is None or depth > MAX_ALIAS_DEPTH:
         return [Hint("other")]
     if isinstance(node, ast.Constant):
@@ -265,7 +252,7 @@ def hints(reader: Reader, node: Optional[ast.expr], module: Module, depth: int =
     return [Hint("other")]
 
 
-def _class_hint(reader: Reader, cls: ClassRef) -> Hint:
+def _class_hint(reader: Evaluator, cls: ClassRef) -> Hint:
     if is_dataclass(reader, cls):
         return Hint("dataclass", cls=cls)
     bases = reader.base_names(cls)
@@ -280,7 +267,7 @@ def _has(hs: list[Hint], kind: str) -> bool:
     return any(h.kind == kind for h in hs)
 
 
-def field_kwargs(reader: Reader, cls: ClassRef, f: ConfigField) -> FieldKwargs:
+def field_kwargs(reader: Evaluator, cls: ClassRef, f: ConfigField) -> FieldKwargs:
     """One field's entry of vLLM's `_compute_kwargs(cls)`."""
     hs = hints(reader, f.annotation, f.module)
     help_text = f.doc.strip().replace("%", "%%")
@@ -348,16 +335,14 @@ def _literal_kwargs(hs: list[Hint]) -> dict[str, Any]:
     return {"type": Builtin(kind), key: ordered}
 
 
-def compute_kwargs(reader: Reader, cls: ClassRef) -> dict[str, FieldKwargs]:
+def compute_kwargs(reader: Evaluator, cls: ClassRef) -> dict[str, FieldKwargs]:
     key = (cls.module.name, cls.name)
     if key not in reader.kwargs_cache:
         reader.kwargs_cache[key] = {f.name: field_kwargs(reader, cls, f) for f in dataclass_fields(reader, cls)}
     return {k: copy_value(v) for k, v in reader.kwargs_cache[key].items()}
 
 
-def _native_get_kwargs(reader: Reader, args: list[Any], kwargs: dict[str, Any], node: ast.expr) -> Any:
-    from kb.config.interp import ClassRef
-
+def _native_get_kwargs(reader: Evaluator, args: list[Any], kwargs: dict[str, Any], node: ast.expr) -> Any:
     if len(args) == 1 and isinstance(args[0], ClassRef):
         return compute_kwargs(reader, args[0])
     return Unknown("get_kwargs(...)")

@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.config.interp import Frame, Reader
-from kb.config.model import JSON, ConfigKey, KeyRead
+from kb.config.interp import Reader
 from kb.config.modules import Module, module_name
+from kb.config.refs import Frame
 from kb.config.values import Unknown, plain, source_text
+from kb.configmodel import JSON, ConfigKey, KeyRead
 
 HF_OBJECTS = ("hf_config", "hf_text_config")
 KEY_DIRS = ("vllm/config/",)

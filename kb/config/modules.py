@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from kb.model import Located
+from kb.errors import Located
 
 MAX_FILES = 400
 MAX_FILE_BYTES = 4_000_000

@@ -20,10 +20,11 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Optional
 
-from kb.config.interp import Budget, Reader
-from kb.config.model import JSON
+from kb.config.interp import Reader
 from kb.config.modules import Found, ImportFrom, ImportModule, Modules, module_name
+from kb.config.refs import Budget
 from kb.config.values import LiteralType, SetValue
+from kb.configmodel import JSON
 
 LAUNCH_FILES = ("vllm/config/", "vllm/engine/arg_utils.py", "vllm/sampling_params.py")  # and the request model
 MAX_ITEMS = 2_000  # items of one value kept
@@ -36,7 +37,7 @@ _CONTAINERS = {"sorted": "list", "list": "list", "tuple": "tuple", "set": "set",
 
 def module_names(modules: Modules, paths: Sequence[str], read: Callable[[str], bytes]) -> tuple[tuple[str, str, str, JSON], ...]:
     """(file, name, kind, value) for the names the launch files read: kind `value` (the value as
-    JSON, tagged: kb/checks/derive.py `constant_value`), `literal` (get_args of the alias), `call`
+    JSON, tagged: kb/checks/facts.py `constant_value`), `literal` (get_args of the alias), `call`
     (what calling it with no argument returns) or `enum` (a flag enum's members)."""
     reader = Reader(modules)
     tree = _Tree(paths, read)
@@ -208,7 +209,7 @@ def _literal_shape(node: ast.expr) -> bool:
 
 
 def _frame(found: Found) -> Any:
-    from kb.config.interp import Frame
+    from kb.config.refs import Frame
 
     return Frame(found.module)
 

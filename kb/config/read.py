@@ -13,30 +13,24 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional, TypeVar
 
+from kb.config.assigned import assigned_fields
+from kb.config.byname import name_filled
+from kb.config.classdefaults import class_fields
 from kb.config.computed import followed_constants, followed_digests, max_len_overrides
 from kb.config.envs import read_envs
 from kb.config.flow import function_flow
 from kb.config.hfkeys import read_config_keys
-from kb.config.interp import Budget, ClassRef, FunctionRef, PlatformText, Reader
+from kb.config.interp import Reader
 from kb.config.members import member_summaries
-from kb.config.model import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
 from kb.config.modules import Modules
 from kb.config.names import module_names
-from kb.config.order import (
-    assigned_fields,
-    build_order,
-    builds,
-    class_fields,
-    config_calls,
-    engine_configs,
-    name_filled,
-    parser_hints,
-    post_init_order,
-)
+from kb.config.order import build_order, builds, config_calls, engine_configs, parser_hints, post_init_order
+from kb.config.refs import Budget, ClassRef, FunctionRef, PlatformText
 from kb.config.requests import read_request_fields
 from kb.config.startup import startup_order
 from kb.config.values import SUPPRESS_TEXT, Builtin, FieldKwargs, Parser, Unknown, plain
-from kb.model import Located
+from kb.configmodel import JSON, STRING_METHODS, Build, ConfigKey, ConfigModel, EnvVar, Flag, FlagGroup, RequestField
+from kb.errors import Located
 
 PARSER_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args")
 ENGINE_MODULE = "vllm.engine.arg_utils"

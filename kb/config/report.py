@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kb.config.model import JSON, ConfigModel, Flag
+from kb.configmodel import JSON, ConfigModel, Flag
 from kb.model import TreeInfo
 
 FLAGS_FORMAT = "kb-flags/1"

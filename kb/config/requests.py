@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from kb.config.fields import annotated_constraints, callee_name, field_constraints, field_spec
-from kb.config.interp import ClassRef, Frame, Reader
-from kb.config.model import JSON, RequestField
+from kb.config.interp import Reader
+from kb.config.refs import ClassRef, Frame
 from kb.config.values import Unknown, plain, source_text
+from kb.configmodel import JSON, RequestField
 
 SAMPLING_MODULE, SAMPLING_CLASS = "vllm.sampling_params", "SamplingParams"  # the request model kb checks
 REQUEST_MODELS = ("ChatCompletionRequest", "CompletionRequest")

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Optional
 
-from kb.config.model import ConfigModel
 from kb.config.read import read_config
+from kb.configmodel import ConfigModel
 from kb.files import compact_json, write_atomic
 
 _CODE = Path(__file__).resolve().parent

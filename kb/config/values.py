@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from kb.config.model import JSON
+from kb.configmodel import JSON
 
 MAX_TEXT = 100_000  # characters of a string built by the reader
 MAX_ITEMS = 10_000  # items of a list or dict built by the reader

@@ -19,15 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from kb.checks.derive import Derived, DerivedIndex, derive
+from kb.checks.compiled import Derived, DerivedIndex
 from kb.checks.evaluate import work_budget
-from kb.config.model import ConfigModel
+from kb.checks.launch_check import derived_of
 from kb.config.resolve import SetByReader
+from kb.configmodel import ConfigModel
 from kb.derived.domains import Pool, constant_pool
 from kb.derived.fix import find_fix
 from kb.derived.meaning import condition_words, inputs_text, meaning_text
-from kb.derived.model import DERIVED_FORMAT, DerivedFix, DerivedGuidance
 from kb.derived.values import message_checks
+from kb.derivedmodel import DERIVED_FORMAT, DerivedFix, DerivedGuidance
 from kb.errors import OVER_BUDGET
 from kb.files import compact_json, write_atomic
 from kb.model import Record
@@ -94,7 +95,7 @@ def _load(path: Path) -> Optional[dict[str, DerivedGuidance]]:
 def derive_guidance(records: Sequence[Record], model: ConfigModel, jobs: int = 1) -> dict[str, DerivedGuidance]:
     """Record id -> its derived guidance, for the live records kb derives anything for."""
     current = [r for r in records if live(r)]
-    index = derive([s for r in current for s in r.sites], model)
+    index = derived_of([s for r in current for s in r.sites], model)  # verify_records' index, when the same sites
     by_id: dict[str, list[Derived]] = {}
     for c in index.checks:
         by_id.setdefault(c.record_id, []).append(c)

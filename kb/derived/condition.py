@@ -17,27 +17,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.checks.derive import Derived, constants_of
+from kb.checks.compiled import Derived
 from kb.checks.evaluate import ALL_METHODS
-from kb.config.model import ConfigModel, Flag
-from kb.config.resolve import (
-    _BUILTINS,
-    ARCH_KEYS,
-    CHECKPOINT,
-    CONFIG_JSON,
-    ENV,
-    FLAG,
-    HARDWARE,
-    REQUEST_FIELD,
-    Scope,
-    SetByReader,
-    _chain,
-    _named_attribute,
-    _parse,
-)
+from kb.checks.facts import constants_of
+from kb.config.references import BUILTINS, attribute_chain, named_attribute, parse_term
+from kb.config.resolve import SetByReader
+from kb.config.rules import ARCH_KEYS, Scope
+from kb.configmodel import ConfigModel, Flag
 from kb.derived import words as w
 from kb.derived.simplify import simplify
 from kb.model import RaiseSite
+from kb.setby import CHECKPOINT, CONFIG_JSON, ENV, FLAG, HARDWARE, REQUEST_FIELD
 
 MAX_LOCAL_DEPTH = 4  # locals followed through locals
 USER_KINDS = frozenset({w.FLAG, w.FLAG_KEY, w.GIVEN, w.CONFIG_JSON, w.ENV, w.REQUEST})
@@ -96,8 +86,8 @@ class _Labeller(ast.NodeTransformer):
             node.keywords = [self.visit(k) for k in node.keywords]
             return node
         if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
-            parts = _named_attribute(node) or _chain(node)
-            if parts is not None and parts[0] not in self.bound and not (len(parts) == 1 and parts[0] in _BUILTINS):
+            parts = named_attribute(node) or attribute_chain(node)
+            if parts is not None and parts[0] not in self.bound and not (len(parts) == 1 and parts[0] in BUILTINS):
                 found = self.reference(node, parts)
                 if found is not None:
                     return found
@@ -110,7 +100,7 @@ class _Labeller(ast.NodeTransformer):
         if len(parts) == 1 and head in self.scope.locals and head not in self.conditional and \
                 self.depth < MAX_LOCAL_DEPTH:
             source = re.sub(r"^copy\.(?:deep)?copy\((.*)\)$", r"\1", self.scope.locals[head])
-            parsed = _parse(source)
+            parsed = parse_term(source)
             if parsed is None or any(isinstance(n, ast.Name) and n.id == head for n in ast.walk(parsed)) or \
                     _empty_container(parsed):
                 return None  # `x = x or 1`: the x it reads is an earlier one; `x = []`: filled later
@@ -181,7 +171,7 @@ def _names_exactly(parts: tuple[str, ...], kind: str, key: str, model: Optional[
 
 def guard_condition(site: RaiseSite, reader: SetByReader, model: Optional[ConfigModel]) -> Optional[Condition]:
     """The raise's guard (its enclosing conditions, outermost first), resolved; None without one."""
-    terms = [_parse(t) for t in site.fact.guard_terms]
+    terms = [parse_term(t) for t in site.fact.guard_terms]
     if not terms or any(t is None for t in terms):
         return None
     scope = reader.scope(site)

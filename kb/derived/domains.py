@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from kb.checks.candidates import flag_candidates
-from kb.checks.derive import Derived, DerivedIndex, Ref, constants_of
-from kb.config.model import ConfigModel, Flag, JsonField
+from kb.checks.compiled import Derived, DerivedIndex, Ref
+from kb.checks.facts import constants_of
 from kb.config.order import REQUEST_CLASS
+from kb.configmodel import ConfigModel, Flag, JsonField
 
 NOT_GIVEN = object()  # the input left out of the launch
 MAX_VALUES = 12

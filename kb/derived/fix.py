@@ -19,11 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from kb.checks.derive import PLATFORMS, Derived, DerivedIndex, Facts, constants_of, facts_of, reads_request, run
+from kb.checks.compiled import PLATFORMS, Derived, DerivedIndex
+from kb.checks.facts import Facts, constants_of, facts_of, reads_request, run
 from kb.checks.launch import ConfigFile
 from kb.checks.launch_check import check_one
 from kb.checks.predict import Outcome, Prediction
-from kb.config.model import ConfigModel, Flag
+from kb.configmodel import ConfigModel, Flag
 from kb.derived.domains import NOT_GIVEN, Pool, constant_pool, domains
 from kb.errors import OVER_BUDGET, ExprError, MissingInput, WorkBudgetExceeded
 from kb.model import ExampleFix, Record
@@ -434,7 +435,7 @@ def find_fix(record: Record, records: Sequence[Record], model: ConfigModel, inde
         fix = ExampleFix("shell", command_text(launch_words(model, before) or []),
                          command_text(launch_words(model, after) or []), dict(before.config), dict(before.hardware),
                          before.request_values, after.request_values)
-        problems = fix_problems(record, fix, records, model)
+        problems = fix_problems(record, fix, records, model, index)
         if problems:
             reasons.append("not proved: " + "; ".join(problems))
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kb.derived.model import LABEL
+from kb.derivedmodel import LABEL
 from kb.model import Record
 from kb.records.present import code_span
 

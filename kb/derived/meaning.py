@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import Optional
 
-from kb.checks.derive import Derived
-from kb.config.model import ConfigModel
+from kb.checks.compiled import Derived
 from kb.config.resolve import SetByReader
+from kb.configmodel import ConfigModel
 from kb.derived import words as w
 from kb.derived.condition import USER_KINDS, Condition, check_condition, guard_condition
 from kb.model import Record

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 from kb.checks.candidates import flag_candidates
 from kb.checks.cli_parse import converter
 from kb.checks.evaluate import check_shape, holds, work_budget
-from kb.config.model import Flag
-from kb.derived.model import MessageCheck
+from kb.configmodel import Flag
+from kb.derivedmodel import MessageCheck
 from kb.errors import ExprError
 
-if TYPE_CHECKING:  # kb/checks/derive.py is not imported to evaluate: it compiles checks (heavy to import)
-    from kb.checks.derive import Derived
-    from kb.config.model import ConfigModel
+if TYPE_CHECKING:  # the compiler (kb/checks/derive.py, heavy to import) is not imported to evaluate
+    from kb.checks.compiled import Derived
+    from kb.configmodel import ConfigModel
 
 USER_SET = ("flag", "flag-given")  # what a launch sets: the values kb tries
 NAMED = ("config-json", "env")  # inputs users name as kb shows them (`config.json num_attention_heads`)
@@ -93,7 +93,7 @@ def own_values(checks: object, values: Sequence[tuple[str, str]]) -> Optional[Ow
 
 
 class _Ref(NamedTuple):
-    """kb.checks.derive.Ref, as its JSON gives it."""
+    """kb.checks.compiled.Ref, as its JSON gives it."""
 
     name: str
     kind: str
@@ -102,7 +102,7 @@ class _Ref(NamedTuple):
 
 
 class _Check(NamedTuple):
-    """What `kb explain` reads of a kb.checks.derive.Derived's JSON."""
+    """What `kb explain` reads of a kb.checks.compiled.Derived's JSON."""
 
     expr: str
     refs: tuple[_Ref, ...]
@@ -120,7 +120,7 @@ class _Check(NamedTuple):
 
 
 def _constant(key: str) -> Any:
-    from kb.checks.derive import constant_value  # only for a check that reads one of vLLM's constants
+    from kb.checks.facts import constant_value  # only for a check that reads one of vLLM's constants
 
     return constant_value(key)
 

@@ -23,19 +23,8 @@ from kb.checks.evaluate import names_of, parse
 from kb.checks.vocab import INPUTS
 from kb.entries.markdown import MAX_ENTRY_PROSE, problems_in
 from kb.entries.yamldata import YamlProblem, read_yaml
-from kb.errors import ExprError
-from kb.model import (
-    Case,
-    Check,
-    Defensive,
-    Entry,
-    ExampleFix,
-    Family,
-    Located,
-    Report,
-    Situation,
-    Verified,
-)
+from kb.errors import ExprError, Located
+from kb.model import Case, Check, Defensive, Entry, ExampleFix, Family, Report, Situation, Verified
 from kb.paths import FAMILIES, REPORTS, SCHEMAS
 
 SCHEMA_PATH = SCHEMAS / "entry.schema.json"

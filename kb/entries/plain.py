@@ -9,12 +9,11 @@ import re
 from html.parser import HTMLParser
 
 from kb.entries.markdown import to_html
+from kb.entries.sentences import sentence_ends
 
 PREVIEW_CHARS = 400  # the longest preview, its "…" aside
 _SHORTEST = PREVIEW_CHARS // 2  # a cut keeps at least this much of a longer limit's text
 _BLOCKS = frozenset({"p", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "td", "th", "br"})
-# the end of a sentence: . ! ? (and a closing quote or bracket), then a space; not "e.g." or "vs."
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bcf)[.!?][\"')\]”’]?(?=\s)")
 _SPACE = re.compile(r"\s+")
 _CODE = re.compile(r"`([^`\n]+)`")  # a code span with no backtick in it
 # what Markdown may read as markup outside such code spans: then the renderer reads the text
@@ -79,7 +78,7 @@ def preview(markdown: str, limit: int = PREVIEW_CHARS) -> str:
     if len(text) <= limit:
         return text
     shortest = min(_SHORTEST, limit // 2)
-    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, limit + 1)]
+    ends = list(sentence_ends(text, limit))  # kb/entries/sentences.py: not "e.g.", "...", "0.34.0"
     for end in reversed(ends):
         if end < shortest:
             break

@@ -25,17 +25,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import KBError
-from kb.explain.fit import (
-    _MAX_LEAD,
-    _WORD,
-    MIN_LITERAL,
-    _clean_edges,
-    _cut_inside,
-    _lead_end,
-    _lead_value,
-    contained,
-    fit,
-)
 from kb.explain.fuzzy import (
     FUZZY_CANDIDATES,
     FUZZY_EDITS,
@@ -53,6 +42,7 @@ from kb.explain.index import MATCH_FORMAT, index_problem
 from kb.explain.messages import MAX_MESSAGE, NO_CLUES, Clues, clues_of, iter_messages, log_messages, unwrap
 from kb.explain.tables import START, Compiled, LiveEntries, Tables, folded_words, match_tables
 from kb.files import read_text
+from kb.scan.fit import _MAX_LEAD, _WORD, MIN_LITERAL, _clean_edges, _cut_inside, _lead_end, _lead_value, contained, fit
 
 SUCCESSOR = "successor"
 
@@ -107,6 +97,7 @@ class Explanation:
     found: tuple[Found, ...]
     suggestions: tuple[Match, ...] = ()  # when nothing matched: the closest templates
     notes: tuple[str, ...] = ()  # what was not read or not listed (a long input cut, errors beyond MAX_FOUND)
+    release: Optional[str] = None  # the release the index is of (its pages' links name it); None: a tree that is none
 
 
 class Matcher:
@@ -133,6 +124,12 @@ class Matcher:
         if c is None:
             c = self._made[n] = Compiled(self._entries, self._t, n)
         return c
+
+    @property
+    def release(self) -> Optional[str]:
+        """The release the index is of; None for a tree that is none (a branch, a folder)."""
+        release = self.index.get("release")
+        return release if isinstance(release, str) else None
 
     @property
     def word_lists(self) -> Sequence[Sequence[str]]:
@@ -365,7 +362,8 @@ def explain(text: str, matcher: Matcher, suggest: bool = True) -> Explanation:
         found[key] = Found(line, unwrap(logged), best, tuple(matches[1:]))
         order.append(key)
     if found:
-        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted),
+                           release=matcher.release)
     # Nothing matched whole: messages cut off at the end (on any line; the longest may instead be
     # aligned whole, `probably`), else the closest templates to the longest message.
     # The messages are made again for each pass, never listed: a long log stays one copy of its text.
@@ -384,8 +382,10 @@ def explain(text: str, matcher: Matcher, suggest: bool = True) -> Explanation:
             found[(cut[0].id, cut[0].values)] = Found(line, message, cut[0], tuple(cut[1:]))
             order.append((cut[0].id, cut[0].values))
     if found:
-        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted))
-    return Explanation((), tuple(matcher.similar(longest_message)) if suggest else (), notes=_notes(cuts, unlisted))
+        return Explanation(tuple(_answered(found[k], matcher, clues) for k in order), notes=_notes(cuts, unlisted),
+                           release=matcher.release)
+    return Explanation((), tuple(matcher.similar(longest_message)) if suggest else (), notes=_notes(cuts, unlisted),
+                       release=matcher.release)
 
 
 def _notes(cuts: list[int], unlisted: int) -> tuple[str, ...]:

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Optional
 
-from kb.explain.index import normalize, unescaped
+from kb.scan.fit import EXCEPTION
+from kb.scan.literals import normalize, unescaped
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 LOG_PREFIX = re.compile(r"^(?:\(\w+(?: pid=\d+)?\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
                         r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+\[[^\]]*\]\s?")
 PYDANTIC = re.compile(r"Value error, (.*?)(?: \[type=value_error\b.*)?$")
-EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
 # `SomeError: ` (or `RayTaskError(ValueError): `) anywhere after prose (in any script: `遇到了ValueError: `),
 # a title tag such as `[Bug]: `, a quote or a code span: the message is what follows the last one.
 # A dotted name (no leading or doubled dot) written with one character class, not a repeated group,

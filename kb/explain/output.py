@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from kb.explain.match import Explanation, Found, Match
 from kb.explain.prose import FIX_CHARS, fix_text, lead
+from kb.urls import error_url
 
 if TYPE_CHECKING:
     from kb.derived.values import OwnValues
@@ -19,11 +20,6 @@ if TYPE_CHECKING:
 SHOWN_VALUES = 12  # values of a flag written out for the user's own values
 ABSOLUTE_HINT = ("Links are paths on the error site: give --site-url URL, or set KB_SITE_URL=URL, "
                  "to print whole URLs.")
-
-
-def page_url(ident: str, site_url: Optional[str]) -> str:
-    """An error page's URL: under `site_url`, else the site's own path."""
-    return f"{site_url.rstrip('/')}/errors/{ident}/" if site_url else f"/errors/{ident}/"
 
 
 def _page(entry: dict[str, Any]) -> Optional[str]:
@@ -78,12 +74,15 @@ def _head(f: Found) -> dict[str, Any]:
     return f.answer.entry if f.answer is not None else f.best.entry
 
 
-def _url(f: Found, site_url: Optional[str]) -> Optional[str]:
+def _url(f: Found, site_url: Optional[str], release: Optional[str]) -> Optional[str]:
     page = f.answer.id if f.answer is not None else _page(f.best.entry)
-    return page_url(page, site_url) if page else None
+    return error_url(page, site_url, release) if page else None
 
 
 def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
+    """Each page's URL names the release the index is of (kb.urls.error_url)."""
+    release = ex.release
+
     def match(m: Match, url: Optional[str] = None) -> dict[str, Any]:
         e = m.entry
         page = _page(e)
@@ -91,7 +90,7 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
                 "kind": m.kind, "score": m.score, "values": dict(m.values), "title": e["title"],
                 "curated": e["curated"], "meaning": e.get("meaning"), "solution": e.get("solution"),
                 "derived": bool(e.get("derived")),
-                "url": url or (page_url(page, site_url) if page else None), "releases": e.get("releases"),
+                "url": url or (error_url(page, site_url, release) if page else None), "releases": e.get("releases"),
                 "olderWording": bool(e.get("older")), "currentId": e.get("current", e["id"]),
                 "currentTemplate": e.get("currentTemplate"), "endedIn": e.get("endedIn"),
                 "differences": list(m.differences)}
@@ -103,12 +102,12 @@ def explanation_json(ex: Explanation, site_url: Optional[str] = None) -> str:
         return {"id": a["id"], "class": a["cls"], "file": a["file"], "line": a["line"], "function": a["func"],
                 "title": a["title"], "curated": a["curated"], "meaning": a.get("meaning"),
                 "solution": a.get("solution"), "derived": bool(a.get("derived")),
-                "url": page_url(f.answer.id, site_url), "releases": a.get("releases"), "via": f.answer.via,
+                "url": error_url(f.answer.id, site_url, release), "releases": a.get("releases"), "via": f.answer.via,
                 "note": answer_note(f)}
 
     def found(f: Found) -> dict[str, Any]:
         own = own_values_of(f)
-        out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best, _url(f, site_url)),
+        out = {"line": f.line, "message": f.message, "count": f.count, "match": match(f.best, _url(f, site_url, release)),
                "answer": answer(f), "others": [match(o) for o in f.others],
                "yourValues": None if own is None else {
                    "given": [[name, value] for name, value in own.given],
@@ -151,7 +150,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
         if f.closest is not None and f.answer is None:
             c = f.closest.entry
             lines.append(f"  The closest current error (similarity {f.closest.score:.2f}, not this error): {c['id']} "
-                         f"{c['title']} ({page_url(c['id'], site_url)})")
+                         f"{c['title']} ({error_url(c['id'], site_url, ex.release)})")
             linked = True
         for name, value in m.values:
             lines.append(f"    {name} = {value}")
@@ -167,7 +166,7 @@ def explanation_text(ex: Explanation, site_url: Optional[str] = None) -> str:
             solution, cut_fix = fix_text(str(h["solution"]))
             cut = cut or cut_fix
             lines.append(f"  {'In general' if own is not None else 'First fix'}{derived}: {solution}")
-        url = _url(f, site_url)
+        url = _url(f, site_url, ex.release)
         if url:
             lines.append(f"  {'Read on' if cut else 'Page'}: {url}")
             linked = True

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from kb.entries.sentences import sentence_ends
+
 FIX_CHARS = 400  # the first fix as `kb explain` prints it (the match index's meaning is cut at 400 too)
 PREVIEW_CHARS = 160  # what `kb search` prints under a result: about a sentence
 ELLIPSIS = "…"
@@ -13,8 +15,6 @@ _CODE = re.compile(r"`([^`\n]+)`")  # a code span with no backtick in it
 # what Markdown may read as markup, outside such code spans: then the Markdown renderer reads it
 _MARKUP = re.compile(r"[`*_\[\]<>&\\#]|^\s*(?:[-+*]|\d+[.)])\s", re.MULTILINE)
 _SPACE = re.compile(r"\s+")
-# the end of a sentence: . ! ? (and a closing quote or bracket) before a space; not "e.g.", "vs." or "..."
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bcf)(?<!\.)[.!?][\"')\]”’]?(?=\s)")
 _TRAILING = " ,;:-–—(\"'“‘[{"
 
 
@@ -46,7 +46,7 @@ def lead(text: str, limit: int) -> tuple[str, bool]:
     text = text.strip()
     if len(text.removesuffix(ELLIPSIS).rstrip()) <= limit:  # the mark of an earlier cut aside
         return text, text.endswith(ELLIPSIS)
-    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, limit)]
+    ends = list(sentence_ends(text, limit))  # kb/entries/sentences.py: one rule for every cut
     if ends and ends[-1] >= limit // 2:
         return text[: ends[-1]] + " " + ELLIPSIS, True
     cut = text.rfind(" ", 0, limit)

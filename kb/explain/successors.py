@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from kb.explain.index import literal_parts, matchable
 from kb.model import Record, Wording
 from kb.releases.lineage import release_key
+from kb.scan.literals import literal_parts, matchable
 
 SAME, DECLARED, SUCCESSOR = "same", "declared", "successor"
 MIN_SAME_LITERAL = 8  # literal characters a message needs to be told the same (as the matcher's MIN_LITERAL)

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
-from kb.explain.fit import _WORD, MIN_LITERAL, _anchor_words
+from kb.scan.fit import _WORD, MIN_LITERAL, _anchor_words
 
 START = 8  # a cut-off message is compared with the templates that begin with its first 8 characters
 Positions = dict[str, list[int]]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.scan.messages import template_parts
 
 # function -> {digest: the release whose code kb follows for it}

@@ -17,10 +17,10 @@ from typing import Any, Optional
 
 from kb.checks.cli_parse import ParseError, has_parser, parse_command
 from kb.checks.computed import Hardware
-from kb.checks.derive import facts_of
+from kb.checks.facts import facts_of
 from kb.checks.launch import MAX_LISTED, ConfigFile, parse_launch, serve_words
 from kb.checks.vocab import INPUTS, MAX_GPU_GIB, shown_value
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.errors import UsageError
 from kb.fit.follow import Rules, rules_of
 from kb.fit.memory import GIB, Fit, FitInput, compute
@@ -94,6 +94,7 @@ class FitReport:
     utilization: float = 0.0  # the --gpu-memory-utilization in effect (the release's default when not given)
     suggestions: tuple[Suggestion, ...] = ()  # when it does not fit: the smallest changes that fit
     config_read: Optional[str] = None  # the config.json read, when kb found it (not given with --model-config)
+    release: Optional[str] = None  # the release sized against (its pages' links name it), when it is one
 
 
 def checkpoint_bytes(folder: Optional[Path]) -> Optional[float]:

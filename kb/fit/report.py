@@ -11,6 +11,7 @@ from kb.fit.follow import STEP_WORDS
 from kb.fit.launch import FitReport, Suggestion
 from kb.fit.memory import GIB, Figure, Fit
 from kb.fit.suggest import shown
+from kb.urls import error_url
 
 FORMAT = "kb-fit/2"
 
@@ -101,7 +102,7 @@ def fit_dict(report: FitReport, site_url: Optional[str] = None) -> dict[str, Any
                 "verdict": verdict(report), "assumptions": list(report.assumptions),
                 "errors": [{"id": e.id, "kind": e.key, "message": e.message, "after_warmup": e.after_warmup,
                             "vllm_words": e.id is not None, "unfilled": list(e.unfilled),
-                            **({"url": f"{site_url.rstrip('/')}/errors/{e.id}/"} if site_url and e.id else {})}
+                            **({"url": error_url(e.id, site_url, report.release)} if site_url and e.id else {})}
                            for e in report.errors]})
     if report.rules is not None:
         out["rules"] = report.rules.to_json()
@@ -130,7 +131,7 @@ def fit_text(report: FitReport, site_url: Optional[str] = None) -> str:
     if not report.errors:
         lines.append("Fits: vLLM starts with this KV cache.")
     for n, e in enumerate(report.errors):
-        where = f" {site_url.rstrip('/')}/errors/{e.id}/" if site_url and e.id else (f" [{e.id}]" if e.id else "")
+        where = f" {error_url(e.id, site_url, report.release)}" if site_url and e.id else (f" [{e.id}]" if e.id else "")
         when = " after CUDA graph capture and warmup" if e.after_warmup else ""
         said = (f"vLLM raises{when}: " if n == 0 else "and: ") if e.id else ("kb predicts: " if n == 0 else "and kb: ")
         lines.append(said + e.message + where)

@@ -20,10 +20,11 @@ from typing import Any, Optional
 
 from kb.checks.candidates import flag_candidates
 from kb.checks.cli_parse import parse_command
+from kb.checks.compiled import DerivedIndex
 from kb.checks.computed import Hardware
-from kb.checks.derive import DerivedIndex, facts_of, run
+from kb.checks.facts import facts_of, run
 from kb.checks.launch import ConfigFile, serve_words
-from kb.config.model import ConfigModel
+from kb.configmodel import ConfigModel
 from kb.errors import UsageError
 from kb.fit.launch import FitReport, Suggestion, Tried, fit_one, memory_records
 from kb.fit.shape import Shape, shape_of

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Optional
 from urllib.parse import quote
 
-from kb.config.resolve import KIND_LABELS, Input
-from kb.entries.markdown import to_html, to_inline_html
+from kb.entries.markdown import Links, to_html, to_inline_html
 from kb.model import Record
-from kb.records.present import code_span, one_line, trigger_text
+from kb.records.present import code_span, one_line, title_key, trigger_text
+from kb.setby import KIND_LABELS, Input
 from kb.site.api import SiteInfo
-from kb.site.render import sections
-from kb.site.views import SHOWN_INPUTS, ErrorView
+from kb.site.fixdiff import fix_code
+from kb.site.render import cite_links, sections
+from kb.site.views import SHOWN_INPUTS, ErrorView, FixView
 
 DERIVED_NOTE = "Derived from vLLM's source: kb reads the condition of this raise and what sets each input; no one wrote it."
 PROVED_NOTE = "Derived from vLLM's source, proved by kb check."
@@ -37,14 +38,27 @@ def md_text(text: str) -> str:
 code = code_span
 
 
-def prose(text: str) -> str:
-    """Curated markdown as one line of HTML (a raw block MkDocs passes through untouched)."""
-    return _one_line_html(f'<div class="kb-prose">{to_html(text.strip(), "highlight")}</div>')
+def prose(text: str, links: Optional[Links] = None) -> str:
+    """Curated markdown as one line of HTML (a raw block MkDocs passes through untouched); the
+    error ids it cites that `links` names become links to their pages, with their titles."""
+    return _one_line_html(f'<div class="kb-prose">{to_html(text.strip(), "highlight", links)}</div>')
 
 
-def prose_list(items: Sequence[str], tag: str) -> str:
-    return _one_line_html(f'<{tag} class="kb-prose">' + "".join(f"<li>{to_inline_html(i, 'highlight')}</li>" for i in items)
-                          + f"</{tag}>")
+def prose_list(items: Sequence[str], tag: str, links: Optional[Links] = None) -> str:
+    return _one_line_html(f'<{tag} class="kb-prose">' + "".join(f"<li>{to_inline_html(i, 'highlight', links)}</li>"
+                                                               for i in items) + f"</{tag}>")
+
+
+def fix_html(x: FixView) -> str:
+    """An example fix as the site shows it (kb/site/fixdiff.py): before and after highlighted, wrapped
+    between arguments, the change struck out in before and underlined in after, and said in words
+    under them unless the fix says it itself; one line of HTML, so no Markdown extension reads it."""
+    c = fix_code(x.before, x.after, x.language)
+    cls = "kb-cmd" if c.single_line else ""
+    sides = "".join(f'<p class="kb-fix-label kb-{side.lower()}">{side}</p><div class="highlight"><pre><code class="{cls}">'
+                    f"{code}</code></pre></div>" for side, code in (("Before", c.before), ("After", c.after)))
+    note = f'<p class="kb-changes">{c.note}</p>' if c.note and not x.change else ""
+    return _one_line_html(f'<div class="kb-fix">{sides}{note}</div>')
 
 
 def _one_line_html(text: str) -> str:
@@ -84,9 +98,12 @@ def indent(text: str, by: str = "    ") -> str:
     return "\n".join(by + line if line.strip() else "" for line in text.splitlines())
 
 
-def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_prefix: str) -> str:
-    """One error page. `pages`: id -> title of the errors that have a page in this build."""
+def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_prefix: str,
+                   directory_urls: bool = True) -> str:
+    """One error page. `pages`: id -> title of the errors that have a page in this build; the ids
+    its prose cites link to those of `view.cites` (as MkDocs places pages: `directory_urls`)."""
     r, e, g = view.record, view.entry, view.guidance
+    links = cite_links(view.cites, "../", "{id}/") if directory_urls else cite_links(view.cites, "", "{id}.html")
     # MkDocs themes print the title as HTML without escaping it (nav, <title>): escape it here.
     out: list[str] = [f"---\ntitle: {front_matter_string(html.escape(one_line(r.title)))}\n---", "", f"# {md_text(r.title)}", "",
                       f"vllm-project/vllm · error · {code(r.exception_class)} · id {code(r.id)} · {md_text(info.label)}"
@@ -104,16 +121,16 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                        "`pydantic_core._pydantic_core.ValidationError: ... Value error, <message> [type=value_error, ...]`."),
                 ""]
     if g.meaning_from == "derived":
-        out += ["## What it means", "", f"*{DERIVED_NOTE}*", "", prose(g.meaning), ""]
-        out += [prose(g.inputs), ""] if g.inputs else []
+        out += ["## What it means", "", f"*{DERIVED_NOTE}*", "", prose(g.meaning, links), ""]
+        out += [prose(g.inputs, links), ""] if g.inputs else []
     elif g.meaning:
-        out += ["## What it means", "", prose(g.meaning), ""]
+        out += ["## What it means", "", prose(g.meaning, links), ""]
     if view.family is not None:
         f = view.family
         out += ["## How this family works", "",
                 f"This error is one of {f.size} with one mechanism: **{md_text(f.title)}**. What it means above "
                 "is specific to this message; the mechanism they share is explained here once.", "",
-                prose(f.explanation), ""]
+                prose(f.explanation, links), ""]
         out += [f"- **{md_text(m.title)}** (this page)" if m.id == r.id else f"- [{md_text(pages[m.id])}]({m.id}.md)"
                 for m in f.members if m.id == r.id or m.id in pages] + [""]
     out += set_by_markdown(r)
@@ -133,34 +150,33 @@ def error_markdown(view: ErrorView, info: SiteInfo, pages: dict[str, str], api_p
                       " ".join(f"--{i.replace('_', '-')} ..." for i in e.check.inputs[:3]), "shell"), ""]
     if g.solutions:
         out += ["## Solutions", ""] + ([f"*{PROVED_NOTE}*", ""] if g.solutions_from == "derived" else [])
-        out += [prose_list(g.solutions, "ol"), ""]
+        out += [prose_list(g.solutions, "ol", links), ""]
     if view.fix is not None:
         x = view.fix
         out += ["## Example fix", ""] + ([f"*{PROVED_NOTE}*", ""] if x.derived else [])
         facts = [f"{code(f'{k}: {v}')}" for k, v in {**x.model_config, **x.hardware}.items()]
         if facts:
             out += ["Assuming " + ", ".join(facts) + ".", ""]
-        lang = "shell" if x.language == "shell" else "python"
-        out += ['=== "Before"', "", indent(fence(x.before, lang)), "", '=== "After"', "", indent(fence(x.after, lang)), ""]
+        out += [fix_html(x), ""]
         if x.derived:
             out += ["✔ Proved: `kb check` predicts this error first for “before” and no error at all for “after”"
-                    + (f": {_one_line_html(to_inline_html(x.change, 'highlight'))}." if x.change else "."), ""]
+                    + (f": {_one_line_html(to_inline_html(x.change, 'highlight', links))}." if x.change else "."), ""]
         elif x.checked:
             out += ["✔ Checked: `kb check` predicts this error for “before” and no error at all for “after”.", ""]
     if e is not None and e.defensive is not None:
         out += ["## Defensive patterns", "", f"Strategy: **{e.defensive.strategy}**", "",
                 f"### {md_text(e.defensive.title)}", "", fence(e.defensive.code, "python"), ""]
     if e is not None and e.prevention:
-        out += ["## Prevention", "", prose_list(e.prevention, "ul"), ""]
+        out += ["## Prevention", "", prose_list(e.prevention, "ul", links), ""]
     out += ["## When it happens", "", "### Trigger", ""]
     if e is not None and e.trigger:
-        out += [prose(e.trigger), "", "From the source:", ""]
+        out += [prose(e.trigger, links), "", "From the source:", ""]
     for site in r.sites[:3]:
         out += [trigger_text(site, markdown=True), ""]
     if e is not None and e.common_situations:
         out += ["### Common situations", ""]
         items = "".join(
-            f"<li>{to_inline_html(c.text, 'highlight')}" + "".join(
+            f"<li>{to_inline_html(c.text, 'highlight', links)}" + "".join(
                 f' <a href="{html.escape(u)}">{html.escape(u.removeprefix("https://github.com/"))}</a>'
                 for u in c.references) + "</li>" for c in e.common_situations)
         out.append(_one_line_html(f'<ul class="kb-prose">{items}</ul>'))
@@ -229,7 +245,7 @@ def index_markdown(records: Sequence[Record], info: SiteInfo, include: str, titl
     out = [f"# {title or 'Error reference'}", "",
            f"The errors that {md_text(info.label)} can raise, from its source: **{len(curated)} of "
            f"{len(live)} errors curated**, with explanations and fixes checked by `kb check`.", "", "## Curated errors", ""]
-    out += [f"- [{md_text(r.title)}]({r.id}.md)" for r in sorted(curated, key=lambda r: r.title.lower())] or ["None yet."]
+    out += [f"- [{md_text(r.title)}]({r.id}.md)" for r in sorted(curated, key=lambda r: (title_key(r.title), r.id))] or ["None yet."]
     if include == "all":
         by_sub: dict[str, list[Record]] = {}
         for r in live:

@@ -33,17 +33,18 @@ from kb.jobs import curated_records, release_wordings, scan_release, source_spec
 from kb.mkdocs.pages import error_markdown, escape_snippets, index_markdown, nav_title
 from kb.model import Record
 from kb.paths import cache_dir
-from kb.records.merge import attach_set_by
+from kb.records.present import title_key
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_files, check_trees, config_api_files, record_files
-from kb.site.views import error_view, family_ids, summary
+from kb.site.views import cited_ids, error_view, family_ids, summary
 
 log = logging.getLogger("mkdocs.plugins.vllm-errors")
+STYLESHEET = "errors.css"  # the example fix's marks and wrapping, beside the pages (kb/mkdocs/errors.css)
 
-# What the pages use: admonitions, highlighted code with line numbers, tabs for before/after.
+# What the pages use: admonitions, highlighted code with line numbers, tables.
 _EXTENSIONS: list[tuple[str, dict[str, Any]]] = [
     ("admonition", {}), ("attr_list", {}), ("pymdownx.highlight", {"anchor_linenums": True}),
-    ("pymdownx.superfences", {}), ("pymdownx.tabbed", {"alternate_style": True}), ("tables", {}),
+    ("pymdownx.superfences", {}), ("tables", {}),
 ]
 
 
@@ -92,6 +93,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
             self.spec = source_spec(source=o.source, git=o.git, ref=o.ref, vllm_version=o.release, wheel=o.wheel)
         except KBError as e:
             raise PluginError(f"vllm-errors: {_option_names(str(e))}") from None
+        config.extra_css.append(f"{o.path}/{STYLESHEET}")
         have = {e if isinstance(e, str) else next(iter(e)) for e in config.markdown_extensions}
         self.snippets = "pymdownx.snippets" in have
         for name, options in _EXTENSIONS:
@@ -108,11 +110,11 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         try:
             scan = scan_release(self.spec)
             merged = curated_records([("", scan)], Path(o.errors) if o.errors else None,
-                                     warn=lambda text: log.info("vllm-errors: %s", text))
+                                     warn=lambda text: log.info("vllm-errors: %s", text), set_by_jobs=1)
         except KBError as e:
             problems = "\n".join(getattr(e, "problems", []))
             raise PluginError(f"vllm-errors: {e}" + (f"\n{problems}" if problems else "")) from None
-        records = attach_derived(attach_set_by(merged.records, scan.config), scan.config, 1, cache_dir())
+        records = attach_derived(merged.records, scan.config, 1, cache_dir())
         info = SiteInfo(scan.tree, checks=check_trees(records))
         shown = [r for r in records if r.curated] if o.include == "curated" else records
         self.records = shown
@@ -132,13 +134,16 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         guard = escape_snippets if self.snippets else str
         for r in shown:
             view = error_view(r, info, [summaries[i] for i in r.related],
-                              [summaries[i] for i in family_ids(r) if i in summaries])
-            f = File.generated(config, f"{path}/{r.id}.md", content=guard(error_markdown(view, info, titles, api_prefix)))
+                              [summaries[i] for i in family_ids(r) if i in summaries],
+                              cites=[summaries[i] for i in cited_ids(r) if i in titles])
+            page = error_markdown(view, info, titles, api_prefix, config.use_directory_urls)
+            f = File.generated(config, f"{path}/{r.id}.md", content=guard(page))
             add(f)
             self.pages[r.id] = f
         self.index_file = File.generated(config, f"{path}/index.md",
                                          content=guard(index_markdown(shown, info, o.include, o.title)))
         add(self.index_file)
+        add(File.generated(config, f"{path}/{STYLESHEET}", content=(Path(__file__).parent / STYLESHEET).read_text()))
         for r in records:  # the API has every error, whatever the pages include
             for name, text in record_files(r, info):
                 add(File.generated(config, name, content=text))
@@ -171,7 +176,7 @@ class ErrorsPlugin(BasePlugin[ErrorsConfig]):
         if self.index_file is None or self.index_file.page is None:
             return nav
         in_nav: list[Page] = [self.index_file.page]
-        for r in sorted((r for r in self.records if r.curated), key=lambda r: r.title.lower()):
+        for r in sorted((r for r in self.records if r.curated), key=lambda r: (title_key(r.title), r.id)):
             page = self.pages[r.id].page
             if page is not None:
                 page.title = nav_title(r)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Optional
 
 from kb.entries.load import load_entries
-from kb.model import Entry, ScanResult
-from kb.records.merge import Merged, merge
+from kb.model import Entry, Merged, ScanResult
+from kb.records.merge import merge
 from kb.releases.lineage import Lineage, followed, lineage
 from kb.releases.wording import load
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from kb.checks.verify import verify_records
-from kb.config.resolve import SetBy, SetByReader
-from kb.model import Entry, Located, RaiseSite, Record, Report, ScanResult, Wording
+from kb.config.resolve import SetByReader
+from kb.model import Entry, Merged, Problem, RaiseSite, Record, Report, ScanResult, Wording
 from kb.records.present import (
     related_ids,
     slug_base,
@@ -21,47 +21,13 @@ from kb.records.present import (
     unique_slugs,
     without_text,
 )
+from kb.records.reports import attach_reports
+from kb.setby import SetBy
 
 if TYPE_CHECKING:
-    from kb.config.model import ConfigModel
+    from kb.configmodel import ConfigModel
     from kb.releases.history import History
     from kb.releases.lineage import Lineage
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A located finding of the merge: reported by `kb lint`."""
-
-    path: str
-    line: int
-    message: str
-    # orphan (an id no release kb knows raises), removed (an error vLLM no longer raises), newer (an
-    # error first raised after the built release), stale (re-verify it), carried (followed, and its
-    # check agrees with the new source: only `verified:` to update), related, related-removed (a
-    # related id the release no longer raises), report
-    kind: str
-    candidates: tuple[str, ...] = ()  # for a removed error: the nearest ids the release raises
-
-    @property
-    def quiet(self) -> bool:
-        """Not a warning of a build: the entry is right where it is."""
-        return self.kind in ("carried", "newer")
-
-    @property
-    def kept(self) -> bool:
-        """Knowledge of an error the release no longer raises: kept for the releases that raise
-        it (their builds, and the all-release build, show it); a note, not a problem."""
-        return self.kind in ("removed", "related-removed")
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Merged:
-    records: tuple[Record, ...]  # `checked` set where the entry's check and example fix pass
-    problems: tuple[Problem, ...]
-    verification: tuple[Located, ...] = ()  # why the other checks did not pass
 
 
 def group_sites(sites: Sequence[RaiseSite]) -> dict[str, list[RaiseSite]]:
@@ -173,8 +139,6 @@ def merge(scan: ScanResult, entries: Sequence[Entry], records: Optional[Sequence
     stale until re-verified where its message changed, or its guard changed and its check does
     not agree with the new one. `nearest`: name the nearest scanned template of an orphan or a
     removed error (costly over a whole release; only worth it when the problems are shown)."""
-    from kb.records.reports import attach_reports  # it reads Problem from here
-
     records = list(records) if records is not None else build_records(scan)
     aliases = {**(lineage.aliases if lineage is not None else {}), **(aliases or {})}
     by_id = {r.id: r for r in records}

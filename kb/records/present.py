@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Optional
 from urllib.parse import quote
 
+from kb.entries.sentences import first_sentence_end
 from kb.model import Excerpt, RaiseSite
 from kb.scan.ids import is_id
 from kb.scan.messages import sub_placeholders, template_parts
@@ -86,13 +87,20 @@ def title_of(template: str, exception_class: str, function: str) -> str:
     text = " ".join(template.split())
     if without_text(text):
         return f"{exception_class} raised in {function}"
-    first = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text, maxsplit=1)[0]
+    end = first_sentence_end(text)  # kb/entries/sentences.py: the rule of every cut at a sentence
+    first = text[:end] if end >= 0 else text
     if len(first) <= TITLE_MAX:
         return first
     cut = first[: TITLE_MAX - 1]
     if " " in cut[TITLE_MAX // 2 :]:
         cut = cut[: cut.rfind(" ")]
     return cut.rstrip(" ,;:-(") + "…"
+
+
+def title_key(title: str) -> tuple[str, str]:
+    """How titles sort in a list "by title": by their first word, whatever quotes, dashes or
+    placeholder braces come before it (`` `--max-model-len` `` with the m's), case aside."""
+    return re.sub(r"^[\W_]+", "", title).casefold(), title
 
 
 # A slug is a folder name (errors/<slug>/) and a file name (kb new's <slug>.yaml): words and the

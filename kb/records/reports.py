@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from kb.explain.fit import quotable, quotes_template
-from kb.model import Record, Report, Wording
-from kb.records.merge import Problem
+from kb.model import Problem, Record, Report, Wording
 from kb.releases.lineage import Gone
+from kb.scan.fit import quotable, quotes_template
 
 MAX_REPORTS = 8  # shown per error, and read by search: the first ones by repository and number
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from kb.model import Entry, Located, ScanResult, Wording
-from kb.records.merge import Merged, Problem
+from kb.errors import Located
+from kb.model import Entry, Merged, Problem, ScanResult, Wording
 from kb.releases.history import ReleaseDiff, diff_scans
 from kb.releases.lineage import Lineage
 

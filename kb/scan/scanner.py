@@ -19,8 +19,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Optional
 
-from kb.errors import ScanError
-from kb.model import Builder, ClassFact, Excerpt, FileFacts, Located, RaiseFact, RaiseSite, ScanResult
+from kb.errors import Located, ScanError
+from kb.model import Builder, ClassFact, Excerpt, FileFacts, RaiseFact, RaiseSite, ScanResult
 from kb.scan.defaults import DEFAULT_EXCEPTIONS, TREE, Progress
 from kb.scan.extract import extract, may_hold_facts
 from kb.scan.factcache import FactCache
@@ -92,7 +92,7 @@ def scan(
 
 
 class _Builders:
-    """The message builders of the whole tree (kb.scan.extract.builders), by name: one in the
+    """The message builders of the whole tree (kb.scan.builders.builders), by name: one in the
     raise's own file first, else the only one of that name in the tree. An exception class
     without one of its own takes its nearest base's."""
 

@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from kb.errors import SourceError
-from kb.model import Located, TreeInfo
+from kb.errors import Located, SourceError
+from kb.model import TreeInfo
 
 if TYPE_CHECKING:
     import git

@@ -105,15 +105,15 @@ def stop_words() -> Any:
 def search_index(records: Sequence[Record], release: str | None) -> dict[str, Any]:
     """The index of the errors `records` raise (removed ones are left out), with what a reader
     needs to query it as kb does: the synonym table and the query settings."""
-    from lunr.builder import Builder
     from lunr.trimmer import trimmer
 
+    from kb.search.builder import FastBuilder
     from kb.search.stem import register
 
     stemmer = register()
 
     current = sorted((r for r in records if r.removed_since is None), key=lambda r: r.id)
-    builder = Builder()
+    builder = FastBuilder()  # lunr's Builder, each word's terms computed once
     builder.pipeline.add(trimmer, stop_words(), stemmer)
     builder.search_pipeline.add(stemmer)
     builder.ref("ref")

@@ -195,10 +195,10 @@ def index_problem(data: object) -> Optional[str]:
 
 def hits_dict(release: str, hits: list[Hit], site_url: Optional[str] = None) -> dict[str, Any]:
     """`kb search --json` (and the MCP tool `search_errors`): the results in rank order."""
-    from kb.explain.output import page_url
+    from kb.urls import error_url
 
     return {"release": release, "results": [
-        {"id": h.id, "score": h.score, "title": h.title, "url": page_url(h.id, site_url), "kind": h.kind}
+        {"id": h.id, "score": h.score, "title": h.title, "url": error_url(h.id, site_url, release), "kind": h.kind}
         for h in hits]}
 
 
@@ -208,8 +208,9 @@ def hits_json(release: str, hits: list[Hit], site_url: Optional[str] = None) -> 
 
 def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> str:
     """Each result: its title, the start of what it means (a sentence, plain text), its id and page."""
-    from kb.explain.output import ABSOLUTE_HINT, page_url
+    from kb.explain.output import ABSOLUTE_HINT
     from kb.explain.prose import PREVIEW_CHARS, lead
+    from kb.urls import error_url
 
     if not hits:
         return f"vLLM {release}: no error matches these words. Try fewer words, or other ones.\n"
@@ -219,5 +220,5 @@ def hits_text(release: str, hits: list[Hit], site_url: Optional[str] = None) -> 
         lines.append(f"{n:3}. {h.title}{how}")
         if h.preview:
             lines.append(f"     {lead(h.preview, PREVIEW_CHARS)[0]}")
-        lines.append(f"     {h.id}  {page_url(h.id, site_url)}")
+        lines.append(f"     {h.id}  {error_url(h.id, site_url, release)}")
     return "\n".join(lines + ([] if site_url else ["", ABSOLUTE_HINT])) + "\n"

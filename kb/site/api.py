@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from kb.derived.guidance import Fix, api_fields, guidance
-from kb.explain.index import match_index_json
+from kb.explain.index import match_index
 from kb.explain.match import MATCH_INDEX
 from kb.files import compact_json, gzip_text
 from kb.model import REPO, RaiseSite, Record, TreeInfo, Wording
 from kb.paths import SCHEMAS
-from kb.records.present import github_url, message_pattern, shown_lines, trigger_text
+from kb.records.present import github_url, message_pattern, shown_lines, title_key, trigger_text
 from kb.scan.source import commit_kind
 from kb.search.index import search_index
 from kb.search.query import SEARCH_INDEX
 from kb.search.shards import word_shards
 
 if TYPE_CHECKING:
-    from kb.config.model import ConfigModel
+    from kb.configmodel import ConfigModel
 
 SCHEMA_VERSION = 2
 
@@ -258,8 +258,9 @@ def json_ld(record: Record, info: SiteInfo) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
-    """/llms.txt (llmstxt.org): what the site is, its API, and every curated error with its page."""
+def llms_txt(records: Sequence[Record], info: SiteInfo, url_scheme: bool = False) -> str:
+    """/llms.txt (llmstxt.org): what the site is, its API, and every curated error with its page;
+    with `url_scheme`, the error URLs the site answers (kb/site/urlmap.py)."""
     base = info.site_url or ""
     lines = [f"# vLLM Error KB: {info.label}", "",
              f"> Every error {info.label} raises, read from its source, with curated meaning, solutions and checks "
@@ -269,9 +270,16 @@ def llms_txt(records: Sequence[Record], info: SiteInfo) -> str:
              f"- {base}/api/errors/<id>: one record (ErrLookup's ErrorEntry schema v2, with kb's facts)",
              f"- [{base}/{MATCH_INDEX}]({base}/{MATCH_INDEX}): the message templates kb explain matches (gzipped JSON)",
              f"- [{base}/{SEARCH_INDEX}]({base}/{SEARCH_INDEX}): the ranked word index (lunr 2.3.9) kb search reads "
-             "(gzipped JSON)",
-             "", "## Curated errors", ""]
-    for r in sorted((r for r in records if r.curated), key=lambda r: (r.title.lower(), r.id)):
+             "(gzipped JSON)", ""]
+    if url_scheme:
+        lines += ["## Error pages", "",
+                  f"- {base}/errors/<id>/: an error's page in {info.label}; /errors/<slug>/ leads to it too",
+                  f"- {base}/<release>/errors/<id>/: an error's page for a release, as kb prints its links. This site "
+                  f"describes {info.label}: any other release's URL leads to this release's page of the same error, an "
+                  "id of an older release to the page that answers for it now, an id no page answers for to the search",
+                  ""]
+    lines += ["## Curated errors", ""]
+    for r in sorted((r for r in records if r.curated), key=lambda r: (title_key(r.title), r.id)):
         meaning = " ".join((r.entry.meaning if r.entry is not None else "").split())
         first = meaning.split(". ")[0][:200].replace("[", "(").replace("]", ")")
         title = r.title.replace("[", "(").replace("]", ")").replace("\n", " ")
@@ -289,18 +297,24 @@ def slugs_json(records: Sequence[Record]) -> str:
 
 
 def api_files(records: Sequence[Record], info: SiteInfo, wordings: Sequence[Wording] = (),
-              search_box: bool = True) -> Iterator[tuple[str, str | bytes]]:
+              search_box: bool = True, url_scheme: bool = False) -> Iterator[tuple[str, str | bytes]]:
     """The API files about all records together: the index of ids, the record schema and the
     match index that the site's lookup and `kb explain` read (with the older wordings), the word
     index (`kb search`) and, with `search_box`, its pieces the site's search box reads, and
-    llms.txt."""
-    yield "llms.txt", llms_txt(records, info)
+    llms.txt. With `url_scheme` (a site that answers kb/site/urlmap.py's error URLs), the live
+    page of each older id, read off the match index, and the scheme in llms.txt."""
+    yield "llms.txt", llms_txt(records, info, url_scheme)
     yield "api/errors/index.json", compact_json({"release": info.tree.release, "ref": info.tree.ref, "errors": [
         {"id": r.id, "slug": r.slug, "class": r.exception_class, "message": r.template, "file": r.file,
          "line": r.line, "curated": r.curated, "removedSince": r.removed_since} for r in records]})
     yield SLUGS, slugs_json(records)
     yield "api/schema.json", (SCHEMAS / "record.schema.json").read_text(encoding="utf-8")
-    yield MATCH_INDEX, gzip_text(match_index_json(records, info.tree.release, wordings))
+    index = match_index(records, info.tree.release, wordings)
+    yield MATCH_INDEX, gzip_text(compact_json(index))
+    if url_scheme:
+        from kb.site.urlmap import older_id_files, older_ids
+
+        yield from older_id_files(older_ids(index))
     words = search_index(records, info.tree.release)
     yield SEARCH_INDEX, gzip_text(compact_json(words))
     if search_box:

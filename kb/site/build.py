@@ -20,7 +20,7 @@ from typing import Any, Optional, TypeVar
 
 from markupsafe import Markup
 
-from kb.config.resolve import flag_slug, page_slug
+from kb.config.rules import flag_slug, page_slug
 from kb.derived.attach import attach_derived, over_budget
 from kb.derived.guidance import guidance
 from kb.errors import KBError
@@ -28,7 +28,7 @@ from kb.files import compact_json
 from kb.fit.launch import calculator
 from kb.model import Record, ScanResult, Wording
 from kb.paths import PACKAGE_DIR, cache_dir, data_dir
-from kb.records.merge import attach_set_by
+from kb.records.present import title_key
 from kb.releases.history import History
 from kb.releases.known import Known, known_releases
 from kb.site.api import SiteInfo, api_files, api_record, check_trees, config_api_files, record_files
@@ -48,6 +48,7 @@ from kb.site.render import (
     simple_page,
     templates_digest,
 )
+from kb.site.urlmap import redirects
 from kb.site.views import Summary, cited_ids, error_view, family_ids, live_pages, summary
 from kb.stages import Stages
 from kb.urls import site_url
@@ -88,9 +89,10 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
                wordings: Sequence[Wording] = (), warn: Optional[Callable[[str], None]] = None,
                known: Optional[Known] = None, stages: Optional[Stages] = None,
                input_key: Optional[str] = None, keep: bool = True) -> BuildReport:
-    """The site of `scan` (the newest release), from its merged records. With a `history`, also
-    its older ids (aliases that redirect), the pages of removed errors (in `records`) and the
-    release pages; without one, the releases kb knows (`known`, else from the shipped wordings)
+    """The site of `scan` (the newest release), from its merged records, each with what sets it
+    (attached by the merge: kb.records.merge.attach_set_by). With a `history`, also its older
+    ids (aliases that redirect), the pages of removed errors (in `records`) and the release
+    pages; without one, the releases kb knows (`known`, else from the shipped wordings)
     and the built release's page. `stages`: told as each stage ends; `input_key`: the digest of
     everything the site is made from (kb/site/reuse.py), kept in its manifest; `keep`: take over
     the previous build's files whose inputs did not change."""
@@ -99,8 +101,6 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
                     history.releases if history is not None else (), check_trees(records),
                     json.dumps(calculator(scan.config, records), sort_keys=True))
     jobs = options.jobs if options.jobs is not None else (os.cpu_count() or 1)
-    records = attach_set_by(records, scan.config, jobs)
-    stages.done("what sets each", f"{len(records):,} errors followed to flags, environment and config.json")
     records = attach_derived(records, scan.config, jobs, cache_dir())
     stages.done("derived guidance", f"{sum(r.derived is not None for r in records):,} errors")
     if warn is not None:
@@ -112,10 +112,16 @@ def build_site(scan: ScanResult, options: BuildOptions, records: Sequence[Record
         raise _write_error(e, options.output) from None
     try:
         report = _write_all(scan, list(records), info, out, options, progress, wordings, stages)
-        releases = (release_pages(history, records, info) if history is not None
-                    else known_release_pages(known or known_releases(scan), records, info))
+        if history is not None:
+            releases, names = release_pages(history, records, info), history.releases
+        else:
+            known = known or known_releases(scan)
+            releases, names = known_release_pages(known, records, info), tuple(r.name for r in known.releases)
         for path, text in releases:
             out.write(path, text)
+        # Hosts with rewrites (Netlify, Cloudflare Pages): a record's `.json` path too, and the error
+        # URLs of every release kb knows (kb/site/urlmap.py)
+        out.write("_redirects", redirects(names, info.tree.release))
         out.commit(input_key)
     except OSError as e:  # a read-only folder, an immutable site, a full disk: the old site stays
         out.abort()
@@ -333,7 +339,7 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
         by_class.setdefault(r.exception_class, []).append(r)
     subsystems = sorted(((k, len(v)) for k, v in by_subsystem.items()), key=lambda x: (-x[1], x[0]))
     classes = sorted(((k, len(v)) for k, v in by_class.items()), key=lambda x: (-x[1], x[0]))
-    curated = [summaries[r.id] for r in sorted(records, key=lambda r: (r.title.lower(), r.id)) if r.curated]
+    curated = [summaries[r.id] for r in sorted(records, key=lambda r: (title_key(r.title), r.id)) if r.curated]
     top = top_errors(records)
     yield "index.html", home_page(info, top, counts, subsystems, classes, gist_cites(top, summaries))
     if curated:
@@ -396,14 +402,13 @@ def _other_pages(scan: ScanResult, every: list[Record], info: SiteInfo, summarie
     if readme.is_file():
         yield "contribute/index.html", markdown_page("contribute/index.html", info, "Curated entries: how to add one",
                                                      readme.read_text(encoding="utf-8"))
-    # the slug lookup is inline: a host serves this page at any depth, under any sub-path
-    slug_js = Markup((data_dir("templates") / "slug.js").read_text(encoding="utf-8"))
-    yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found", slug_js=slug_js).replace(
+    # the error URLs without a file (kb/site/urlmap.py) are found inline: a host serves this page at
+    # any depth, under any sub-path
+    script = Markup((data_dir("templates") / "notfound.js").read_text(encoding="utf-8"))
+    yield "404.html", simple_page("404.html", "404.html.jinja2", info, "Not found", script=script).replace(
         'href="./', 'href="/').replace('src="./', 'src="/')
-    yield from api_files(every, info, wordings)
+    yield from api_files(every, info, wordings, url_scheme=True)
     yield from config_api_files(scan.config, info)
-    # Hosts with rewrites (Netlify, Cloudflare Pages) answer a record's old `.json` path too.
-    yield "_redirects", "/api/errors/:id.json /api/errors/:id 200\n"
     yield "robots.txt", "User-agent: *\nAllow: /\n" + (f"Sitemap: {info.site_url}/sitemap.xml\n" if info.site_url else "")
     if info.site_url:
         flag_urls = (["flags/", *sorted({f"flags/{flag_slug(f)}/" for f in scan.config.flags})]

@@ -11,10 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from kb.config.model import JSON, ConfigKey, ConfigModel, EnvVar, KeyRead
-from kb.config.resolve import CONFIG_JSON, ENV, page_slug
+from kb.config.rules import page_slug
+from kb.configmodel import JSON, ConfigKey, ConfigModel, EnvVar, KeyRead
 from kb.model import Record
 from kb.records.present import github_url
+from kb.setby import CONFIG_JSON, ENV
 from kb.site.api import SiteInfo
 from kb.site.render import simple_page
 from kb.site.views import Summary

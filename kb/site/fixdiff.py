@@ -211,11 +211,27 @@ class FixCode:
     changes: tuple[Change, ...]  # listed in words (listed_changes)
     marked: bool  # something is marked (a fix that changes nothing marks nothing)
     single_line: bool  # both sides are one line: wrapped lines hang under the first
+    note: Markup  # what is said under the fix of what it changes (change_note)
 
 
 def fix_code(before: str, after: str, language: str) -> FixCode:
     before, after = before.strip("\n"), after.strip("\n")
     diff = fix_diff(before, after, language)
+    changes = listed_changes(diff)
     return FixCode(marked_html(before, language, arguments(before, language), diff.before, "del"),
                    marked_html(after, language, arguments(after, language), diff.after, "ins"),
-                   listed_changes(diff), bool(diff.changes), "\n" not in before and "\n" not in after)
+                   changes, bool(diff.changes), "\n" not in before and "\n" not in after,
+                   change_note(changes, bool(diff.changes)))
+
+
+def change_note(changes: tuple[Change, ...], marked: bool) -> Markup:
+    """The line under a fix (the site's page and the MkDocs plugin's): the changes in words, else
+    how they are marked; empty when the fix changes nothing."""
+    if changes:
+        words = [Markup("<code>{}</code> → <code>{}</code>").format(c.before, c.after) if c.before and c.after else
+                 Markup("added <code>{}</code>").format(c.after) if c.after else
+                 Markup("removed <code>{}</code>").format(c.before) for c in changes]
+        return Markup("<strong>Changed:</strong> ") + Markup("; ").join(words) + Markup(".")
+    if marked:
+        return Markup("What changed is marked: struck out in “before”, underlined in “after”.")
+    return Markup()

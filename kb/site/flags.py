@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from kb.config.model import ConfigModel, Flag
-from kb.config.resolve import FLAG, flag_slug, show_default
+from kb.config.rules import flag_slug, show_default
+from kb.configmodel import ConfigModel, Flag
 from kb.model import Record
 from kb.records.present import github_url
+from kb.setby import FLAG
 from kb.site.api import SiteInfo
 from kb.site.render import simple_page
 from kb.site.views import Summary

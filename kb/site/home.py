@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kb.entries.markdown import ERROR_ID
+from kb.entries.sentences import first_sentence_end
 from kb.model import Record, ScanResult
+from kb.records.present import title_key
 from kb.records.reports import MAX_REPORTS
 from kb.site.views import Summary
 
@@ -28,43 +30,28 @@ class TopError:
 def top_errors(records: Sequence[Record], limit: int = TOP_ERRORS) -> list[TopError]:
     """The curated errors with public reports, the most reported first (then by title)."""
     reported = sorted((r for r in records if r.entry is not None and r.reports and r.removed_since is None),
-                      key=lambda r: (-len(r.reports), r.title.lower(), r.id))
+                      key=lambda r: (-len(r.reports), title_key(r.title), r.id))
     return [TopError(r.id, r.title, first_sentence(r.entry.meaning if r.entry else ""), len(r.reports),
                      len(r.reports) >= MAX_REPORTS) for r in reported[:limit]]
 
 
-_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
-
-
 def first_sentence(markdown: str, limit: int = GIST_CHARS) -> str:
-    """The first sentence of Markdown prose on one line: up to a `.`, `?` or `!` outside code spans
-    followed by a space and a capital, a digit, code, emphasis or "vLLM" (not "e.g."); past `limit` characters cut at a
+    """The first sentence of Markdown prose on one line, where kb/entries/sentences.py says it ends
+    (a `.`, `?` or `!` outside code spans, not "e.g." or "..."); past `limit` characters cut at a
     space outside code spans, with "…"."""
     text = " ".join(markdown.split())
-    code = False
-    space = -1  # the last space outside code
+    end = first_sentence_end(text, limit + 1, code_spans=True)
+    if end >= 0:
+        return text[:end]
+    if len(text) <= limit:
+        return text
+    spaces, code = [], False  # outside code spans
     for i, c in enumerate(text):
-        if c == "`":
-            code = not code
-        elif code:
-            continue
-        elif c in ".?!" and _ends_sentence(text, i):
-            return text[: i + 1] if i <= limit or space < 0 else text[:space].rstrip(",;:") + " …"
-        elif c == " ":
-            if i > limit and space > 0:
-                return text[:space].rstrip(",;:") + " …"
-            space = i
-    return text if len(text) <= limit or space < 0 else text[:space].rstrip(",;:") + " …"
-
-
-def _ends_sentence(text: str, i: int) -> bool:
-    if i + 1 == len(text):
-        return True
-    after = text[i + 2: i + 6]
-    if text[i + 1] != " " or not after or not (after[0].isupper() or after[0].isdigit() or after[0] in "`*"
-                                               or after == "vLLM"):
-        return False
-    return not text[: i + 1].lower().endswith(_ABBREVIATIONS)
+        code ^= c == "`"
+        if c == " " and not code:
+            spaces.append(i)
+    cut = max((i for i in spaces if i <= limit), default=next(iter(spaces), -1))
+    return text if cut <= 0 else text[:cut].rstrip(",;:") + " …"
 
 
 def home_counts(scan: ScanResult, records: Sequence[Record]) -> dict[str, int]:

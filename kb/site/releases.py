@@ -18,7 +18,7 @@ from kb.releases.known import Known, counts
 from kb.site.api import SiteInfo, alias_record
 from kb.site.render import redirect_page, simple_page
 
-SHOWN = 60  # rows of each kind on a release page; the full lists are paginated below it
+SHOWN = 40  # rows of each kind on a release page (under 50 KB with four kinds); the full lists are paginated below it
 PAGE = 150
 
 

@@ -17,12 +17,12 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
-from kb.config.resolve import KIND_LABELS, NOT_FOLLOWED
 from kb.derived.guidance import Guidance
 from kb.entries.markdown import to_html, to_inline_html
 from kb.model import Entry, Record
 from kb.paths import data_dir
 from kb.scan.messages import placeholder_spans
+from kb.setby import KIND_LABELS, NOT_FOLLOWED
 from kb.site.api import SiteInfo
 from kb.site.fixdiff import fix_code
 from kb.site.highlight import highlight_excerpts
@@ -68,13 +68,15 @@ def environment(templates: Optional[str] = None) -> jinja2.Environment:
     env.filters["markdown"] = _markdown
     env.filters["inline_markdown"] = _inline_markdown
     env.filters["message"] = message_html
+    env.filters["error_title"] = title_html
     env.filters["short_date"] = lambda d: (d or "")[:10]
     return env
 
 
-def cite_links(cites: Iterable[Summary], root: str) -> dict[str, tuple[str, str]]:
-    """id -> (href from a page at `root`, title): the error ids prose may link (views.cited_ids)."""
-    return {c.id: (f"{root}errors/{c.id}/", c.title) for c in cites}
+def cite_links(cites: Iterable[Summary], root: str, page: str = "errors/{id}/") -> dict[str, tuple[str, str]]:
+    """id -> (href from a page at `root`, title): the error ids prose may link (views.cited_ids);
+    `page`: where an error's page is from `root` (the MkDocs plugin's differ)."""
+    return {c.id: (root + page.format(id=c.id), c.title) for c in cites}
 
 
 @jinja2.pass_context
@@ -107,6 +109,27 @@ def message_html(template: str) -> Markup:
         out.append(f'<var class="ph">{escape(template[a:b])}</var>')
         last = b
     out.append(str(escape(template[last:])))
+    return Markup("".join(out))
+
+
+def title_html(title: str) -> Markup:
+    """An error's title as a heading or a link text: placeholders marked as in `message_html`, and
+    the words vLLM quotes in backticks (`--max-model-len`) as code. A backtick inside a placeholder
+    is the placeholder's; one with no partner (a title cut at its end) stays as it is."""
+    spans = placeholder_spans(title)
+    inside = {i for a, b in spans for i in range(a, b)}
+    ticks = [i for i, ch in enumerate(title) if ch == "`" and i not in inside]
+    opening = set(ticks[0:len(ticks) - len(ticks) % 2:2])
+    closing = set(ticks[1:len(ticks) - len(ticks) % 2:2])
+    out: list[str] = []
+    last = 0
+    for a, b in [*spans, (len(title), len(title))]:
+        text = title[last:a]
+        for i, ch in enumerate(text, last):
+            out.append("<code>" if i in opening else "</code>" if i in closing else str(escape(ch)))
+        if b > a:
+            out.append(f'<var class="ph">{escape(title[a:b])}</var>')
+        last = b
     return Markup("".join(out))
 
 

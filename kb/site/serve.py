@@ -7,23 +7,25 @@ import io
 import json
 import os
 import posixpath
-import re
 import socket
 import sys
 import urllib.parse
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Optional, TypeVar
 
 from kb.errors import KBError, UsageError
 from kb.scan.ids import is_id
 from kb.site.api import SLUGS
+from kb.site.urlmap import ERROR_PATH, OLDER_IDS, error_target
 
 _TYPES = {**http.server.SimpleHTTPRequestHandler.extensions_map,
           ".json": "application/json", ".js": "text/javascript", ".css": "text/css",
           ".html": "text/html; charset=utf-8", ".xml": "application/xml", ".txt": "text/plain; charset=utf-8"}
 REQUEST_QUEUE = 1024  # connections the kernel holds while every thread is busy (socketserver's default is 5)
 REFUSED = "\0refused"  # translate_path's answer for a path outside the site: no file can have this name
+T = TypeVar("T")
 IDLE_TIMEOUT = 30.0  # seconds a connection may sit silent: a client that never finishes its request is dropped
 
 
@@ -92,30 +94,33 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         if not inside:
             self.send_error(403, "Path outside the site")
             return None
-        target = self._slug_target(raw)
+        target = self._error_target(raw)
         if target is not None:
-            self.send_response(302)  # not 301: a rebuild may give a slug to another id
+            self.send_response(302)  # not 301: a rebuild (a new release) may answer with another page
             self.send_header("Location", target)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return None
         return super().send_head()
 
-    def _slug_target(self, raw: str) -> Optional[str]:
-        """An error's readable URL, /errors/<slug>/, answered as the site's 404 page does for
-        static hosts: the path /errors/<id>/ to redirect to (api/slugs.json); None for every
-        other path. The site is served at /, so the target is built from the id alone."""
-        m = _SLUG_PATH.match(raw)
-        if m is None or is_id(m.group(1)):
+    def _error_target(self, raw: str) -> Optional[str]:
+        """An error URL without a file of its own (/errors/<slug>/, an older id, a release's path:
+        kb/site/urlmap.py), answered as the site's 404 page answers it on a static host: the path
+        to redirect to; None for every other path. The site is served at /."""
+        m = ERROR_PATH.match(raw)
+        if m is None:
             return None
         try:
             full = self._resolve(raw)
             if full is not None and full.exists():
                 return None
-        except (OSError, RuntimeError):  # a name too long, a link loop: not a slug's
+        except (OSError, RuntimeError):  # a name too long, a link loop: no error's
             return None
-        ident = _slugs(self._root() / SLUGS).get(m.group(1))
-        return f"/errors/{ident}/" if ident is not None else None
+        root = self._root()
+        target = error_target(m.group(1), m.group(2), _built(root / RELEASES),
+                              lambda ident: (root / "errors" / ident / "index.html").is_file(),
+                              _map(root / SLUGS).get, lambda ident: _map(root / OLDER_IDS / f"{ident[0]}.json").get(ident))
+        return "/" + target if target is not None else None
 
     def list_directory(self, path: str | os.PathLike[str]) -> Optional[io.BytesIO]:
         """A folder without an index page is not found: the site has no listings to show."""
@@ -150,29 +155,44 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-_SLUG_PATH = re.compile(r"/errors/([a-z0-9][a-z0-9-]{0,199})/?\Z")
-_slug_cache: tuple[tuple[str, int, int], dict[str, str]] = (("", 0, 0), {})
+RELEASES = "api/releases.json"  # its `built`: the release the site describes
+_cache: dict[str, tuple[tuple[int, int], Any]] = {}  # path -> (its mtime and size when read, what it held)
 
 
-def _slugs(path: Path) -> dict[str, str]:
-    """slug -> id of the site's api/slugs.json, read once per version of the file; {} when it is
-    missing or not a JSON object of id strings."""
-    global _slug_cache
+def _read(path: Path, parse: Callable[[Any], T]) -> T:
+    """`parse` of the JSON file at `path`, read once per version of the file; `parse(None)` when it
+    is missing or no JSON."""
     try:
         st = path.stat()
     except OSError:
-        return {}
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    cached_key, cached = _slug_cache
-    if cached_key == key:
-        return cached
+        return parse(None)
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _cache.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]  # type: ignore[no-any-return]
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        data = {}
-    slugs = {k: v for k, v in data.items() if isinstance(v, str) and is_id(v)} if isinstance(data, dict) else {}
-    _slug_cache = (key, slugs)  # one assignment: a thread reads the old pair or the new one
-    return slugs
+        data = None
+    value = parse(data)
+    _cache[str(path)] = (key, value)  # one assignment: a thread reads the old pair or the new one
+    return value
+
+
+def _ids(data: Any) -> dict[str, str]:
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str) and is_id(v)} \
+        if isinstance(data, dict) else {}
+
+
+def _map(path: Path) -> dict[str, str]:
+    """name -> id of a site's api/slugs.json or api/older-ids/<c>.json; {} when it is missing or
+    not a JSON object of id strings."""
+    return _read(path, _ids)
+
+
+def _built(path: Path) -> Optional[str]:
+    """The release a site describes (api/releases.json's `built`), None when not known."""
+    return _read(path, lambda d: d["built"] if isinstance(d, dict) and isinstance(d.get("built"), str) else None)
 
 
 class SiteServer(http.server.ThreadingHTTPServer):

@@ -782,10 +782,47 @@
     div.textContent = text;
     return div;
   }
+  // An error's title as the pages show it (kb/site/render.py title_html): each placeholder, a
+  // balanced {...} at the top level, in a var.ph; words in backticks outside them as code; a lone
+  // backtick stays text. Built as nodes, never as HTML.
+  function appendTitle(parent, text) {
+    var spans = [], open = [], pairs = [], i;
+    for (i = 0; i < text.length; i++) {
+      if (text[i] === "{") open.push(i);
+      else if (text[i] === "}" && open.length) pairs.push([open.pop(), i + 1]);
+    }
+    pairs.sort(function (x, y) { return x[0] - y[0]; });
+    pairs.forEach(function (p) { if (!spans.length || p[0] >= spans[spans.length - 1][1]) spans.push(p); });
+    var ticks = [], s = 0;
+    for (i = 0; i < text.length; i++) {
+      while (s < spans.length && spans[s][1] <= i) s++;
+      if (text[i] === "`" && !(s < spans.length && spans[s][0] <= i)) ticks.push(i);
+    }
+    if (ticks.length % 2) ticks.pop();
+    var into = parent, last = 0;
+    function words(to) {
+      for (var k = last; k < to; k++) {
+        var t = ticks.indexOf(k);
+        if (t < 0) continue;
+        into.appendChild(document.createTextNode(text.slice(last, k)));
+        if (t % 2 === 0) { into = parent.appendChild(document.createElement("code")); } else { into = parent; }
+        last = k + 1;
+      }
+      into.appendChild(document.createTextNode(text.slice(last, to)));
+    }
+    spans.forEach(function (p) {
+      words(p[0]);
+      var v = into.appendChild(document.createElement("var"));
+      v.className = "ph";
+      v.textContent = text.slice(p[0], p[1]);
+      last = p[1];
+    });
+    words(text.length);
+  }
   function pageLink(id, text) {
     var a = document.createElement("a");
     a.href = root + "errors/" + id + "/";
-    a.textContent = text;
+    appendTitle(a, text);
     return a;
   }
   var HOW = {contained: " · found inside your text", truncated: " · your message is cut off: matched its start",
@@ -804,7 +841,7 @@
     } else {
       title = document.createElement("span");
       title.className = "nolink";
-      title.textContent = head.title;
+      appendTitle(title, head.title);
     }
     li.appendChild(title);
     var meta = document.createElement("span");

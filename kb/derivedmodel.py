@@ -42,7 +42,7 @@ class DerivedFix:
 class MessageCheck:
     """A derived check (kb/checks/derive.py, as its JSON) whose message prints a flag its condition
     reads: `kb explain` puts a pasted message's own values to it (kb/derived/values.py). `flags`:
-    the JSON of each flag the message prints (kb.config.model.Flag, without its help), whose
+    the JSON of each flag the message prints (kb.configmodel.Flag, without its help), whose
     values `kb check` tries."""
 
     check: list[Any]

@@ -8,9 +8,10 @@ import re
 from collections.abc import Sequence
 from typing import Optional
 
-from kb.explain.index import literal_parts, matchable, normalize
-from kb.explain.messages import EXCEPTION
+from kb.scan.literals import literal_parts, matchable, normalize
 
+# `ValueError: `, `vllm.x.SomeError: `, `ValueError[...]: ` before a message
+EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\[[^\]]*\])?: ")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
 MIN_LITERAL = 8  # templates with less literal text ("TP {x}") only match a whole message, never inside a text
 

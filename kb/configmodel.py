@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from kb.model import Located
+from kb.errors import Located
 
 JSON = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
 # str methods a flag's `lambda s: s.lower().replace("-", "_")` may apply (Flag.value_type records them)
@@ -256,7 +256,7 @@ class ConfigModel:
     # (file, function, local, first line, last line, expression): a local an if/elif chain assigns (kb.config.flow)
     chains: tuple[tuple[str, str, str, int, int, str], ...] = ()
     # (class, setter, holder, field): what a by-name default setter (VllmConfig._set_config_default) can
-    # fill; holder "" the class's own field; ("*", "*") not read (kb.config.order.name_filled)
+    # fill; holder "" the class's own field; ("*", "*") not read (kb.config.byname.name_filled)
     name_filled: tuple[tuple[str, str, str, str], ...] = ()
     # (class, method, line): where a config's __post_init__ first runs each method it calls (kb.config.order)
     post_init_order: tuple[tuple[str, str, int], ...] = ()
