@@ -64,3 +64,25 @@ def test_json_and_another_format_is_a_usage_error(index: Path, capsys, form: str
     else:
         assert code == 2 and out == ""
         assert err.splitlines()[-1] == "Error: --json and --format short ask for two outputs: give one"
+
+
+def test_the_title_carries_the_user_s_own_values() -> None:
+    """The plugin's title line: the values the match recovered put in place of the placeholders,
+    whitespace folded and a long one cut; a placeholder with no value stays as written."""
+    from kb.explain.short import VALUE_CHARS, filled_title
+
+    title = "Unknown quantization method: {self.quantization}. Must be one of {choices} ({n})…"
+    assert filled_title(title, (("self.quantization", "fp9"), ("n", "2\n"))) == \
+        "Unknown quantization method: fp9. Must be one of {choices} (2)…"
+    long = filled_title("got {x}", (("x", "y" * 500),))
+    assert long == "got " + "y" * (VALUE_CHARS - 1) + "…"
+
+
+def test_the_answer_s_title_is_filled_from_the_paste(index: Path) -> None:
+    from kb.explain.match import Matcher, load_index
+    from kb.explain.match import explain as match_explain
+    from kb.explain.short import short_answer
+
+    found = match_explain(PASTE, Matcher(load_index(index))).found[0]
+    title = short_answer(found, None, "0.1.0").title
+    assert "{" not in title and "(6)" in title, title

@@ -360,3 +360,22 @@ def test_the_404_script_stays_on_the_site(browser, pages_host: str) -> None:
         assert urlsplit(page.url).path.startswith("/kb/0.33.0")  # not a release: the 404 page stays
     finally:
         page.close()
+
+
+def test_an_id_with_no_page_is_answered_on_the_search_page(browser, pages_host: str) -> None:
+    """Where a removed error's link lands (`/search/?q=<id>`): the lookup answers for the id as for
+    its wording, what kb explain says of a removed error; an id nothing has stays unanswered."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{pages_host}/search/?q={GONE}")
+        page.wait_for_function("(s => s !== '' && !s.endsWith('…'))(document.getElementById('status').textContent)",
+                               timeout=15000)
+        text = page.inner_text("#results")
+        assert "A removed check of an old release that no page answers for" in text
+        assert "Raised up to vLLM 0.0.5 (from 0.0.1); removed in 0.0.6." in text
+        page.goto(f"{pages_host}/search/?q={UNKNOWN}")
+        page.wait_for_function("(s => s !== '' && !s.endsWith('…'))(document.getElementById('status').textContent)",
+                               timeout=15000)
+        assert "A removed check" not in page.inner_text("#results")
+    finally:
+        page.close()

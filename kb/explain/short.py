@@ -10,9 +10,11 @@ from typing import Optional
 from kb.explain.match import Explanation, Found
 from kb.explain.output import _page, own_values_of, own_values_text
 from kb.explain.prose import FIX_CHARS, fix_text
+from kb.scan.messages import placeholder_spans
 from kb.urls import error_url
 
 NO_PAGE = "-"  # the URL field of an error with no live page (a removed error nothing replaced)
+VALUE_CHARS = 60  # a value put into a title, at most (a longer one is cut with "…")
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,22 @@ class ShortAnswer:
     title: str
     url: str  # the page of `release` (kb.urls.error_url), or NO_PAGE
     fix: str  # plain text: the first fix, for the user's own values when kb knows them; "" when none
+
+
+def filled_title(title: str, values: tuple[tuple[str, str], ...]) -> str:
+    """The title with the user's own values in place of the placeholders the match recovered
+    (`Unknown quantization method: {self.quantization}.` -> `... method: fp9.`); a placeholder
+    with no value stays as written."""
+    known = dict(values)
+    out: list[str] = []
+    last = 0
+    for a, b in placeholder_spans(title):
+        value = known.get(title[a + 1:b - 1])
+        out += [title[last:a], title[a:b] if value is None else " ".join(value.split())[:VALUE_CHARS + 1]]
+        if value is not None and len(out[-1]) > VALUE_CHARS:
+            out[-1] = out[-1][:VALUE_CHARS - 1] + "…"
+        last = b
+    return "".join(out) + title[last:]
 
 
 def short_answer(f: Found, site_url: Optional[str], release: Optional[str]) -> ShortAnswer:
@@ -33,7 +51,10 @@ def short_answer(f: Found, site_url: Optional[str], release: Optional[str]) -> S
         fix = fix_text(str(head["solution"]), FIX_CHARS)[0]
     else:
         fix = ""
-    return ShortAnswer(str(head["id"]), str(head["title"]), error_url(page, site_url, release) if page else NO_PAGE,
+    title = str(head["title"])
+    if head is f.best.entry:  # the values are those of the wording the user's text matched
+        title = filled_title(title, f.best.values)
+    return ShortAnswer(str(head["id"]), title, error_url(page, site_url, release) if page else NO_PAGE,
                        " ".join(fix.split()))
 
 

@@ -549,6 +549,11 @@
     return own + "; today the same error is raised at " + where + ": " + templateOf(a.e);
   }
   function explain(text) {
+    var asked = text.trim().toLowerCase();
+    if (/^[0-9a-f]{16}$/.test(asked)) {  // an error's id (a link to a page the site lacks lands here): its wording
+      var byId = index.entries.filter(function (e) { return e.id === asked && !e.part; })[0];
+      if (byId) text = templateOf(byId);
+    }
     var found = [], seen = {}, clues = cluesOf(text);
     function add(matches) {  // one error per template and values: the best, then the others that match
       var key = matches[0].e.id + JSON.stringify(matches[0].values);
