@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import pytest
 
+import kb
 from kb.explain.match import Matcher, explain, fill
 from kb.explain.prose import fix_text
 from kb.explain.shipped import nearest_release, shipped_index
@@ -32,6 +33,9 @@ from test_explain_terminal import PASTE, TP_ID, tree_and_entries
 
 OURS = "[vllm-error-kb] "
 REPO = Path(__file__).resolve().parent.parent
+# Where this process's kb is (a checkout, or site-packages under CI's `pip install .`): the fake
+# vLLM's processes import the same kb, so the answer store's key (kb's code, its errors) is the same.
+KB_HOME = Path(kb.__file__).resolve().parent.parent
 
 # (file names that no vLLM release has: kb explain prefers a template raised in the file of the raise)
 FAKE_VLLM = {
@@ -178,7 +182,7 @@ def shipped_error() -> tuple[str, str, str, str]:
 
 def run(fake: Path, when: str, scenario: str, message: str, plugin: bool, **env: str) -> dict[str, Any]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("KB_SITE_URL", "KB_VLLM_PLUGIN"))}
-    environ.update({"PYTHONPATH": os.pathsep.join([str(fake), str(REPO)]), "DRIVER_PLUGIN": "1" if plugin else "0",
+    environ.update({"PYTHONPATH": os.pathsep.join([str(fake), str(KB_HOME)]), "DRIVER_PLUGIN": "1" if plugin else "0",
                     "FAKE_VLLM_VERSION": "0.1.0", **env})
     done = subprocess.run([sys.executable, str(fake / "driver.py"), when, scenario, message], env=environ,
                           capture_output=True, text=True, timeout=120, cwd=str(fake))
