@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.server
 import json
+import threading
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,6 +46,36 @@ def build_fixture(tmp_path: Path, out: Optional[Path] = None, site_url: Optional
     out = out or tmp_path / "site"
     report = build_site(result, BuildOptions(out, site_url=site_url, jobs=1), attach_set_by(build_records(result), result.config))
     return out, report
+
+
+@contextlib.contextmanager
+def pages_like_host(site: Path) -> Iterator[str]:
+    """A static host as GitHub Pages is one: the site under a sub-path (/kb/), its 404.html for any
+    missing path, no redirects; the URL of the site's top (`http://127.0.0.1:<port>/kb`)."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def translate_path(self, path: str) -> str:
+            path = path.split("?", 1)[0]
+            return super().translate_path(path[len("/kb"):] if path.startswith("/kb/") else "/missing-outside")
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            body = (site / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/kb"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # Templates and older wordings for the lookup's ranking and edge rules, shared by the Python

@@ -15,7 +15,7 @@ import pytest
 
 from kb.records.merge import attach_set_by
 from kb.site.serve import make_server
-from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture, unpacked_json
+from sitehelpers import LOOKUP_PASTES, build_fixture, build_lookup_fixture, pages_like_host, unpacked_json
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -631,56 +631,23 @@ def test_the_memory_pages_calculator_gives_kb_fits_figures(memory_url, browser) 
     page.close()
 
 
-class _PagesLike:
-    """A static host as GitHub Pages is one: the site under a sub-path (/kb/), and its 404.html for
-    any missing path; nothing resolves slugs on the server."""
-
-    def __init__(self, site: Path) -> None:
-        import http.server
-        from functools import partial
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def translate_path(self, path: str) -> str:
-                path = path.split("?", 1)[0]
-                return super().translate_path(path[len("/kb"):] if path.startswith("/kb/") else "/missing-outside")
-
-            def send_error(self, code: int, message=None, explain=None) -> None:
-                body = (site / "404.html").read_bytes()
-                self.send_response(404)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(site)))
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/kb"
-
-
 def test_a_slug_url_on_a_static_host_lands_on_its_page(tmp_path: Path, browser) -> None:
     site, _ = build_fixture(tmp_path)
     # 404.html links the root absolutely, as hosts serve it at any depth; the sub-path is the script's to find
-    host = _PagesLike(site)
-    try:
+    with pages_like_host(site) as url:
         page = browser.new_page()
-        page.goto(host.url + "/errors/the-model-s-number-of-query-heads-per-kv-head/")
+        page.goto(url + "/errors/the-model-s-number-of-query-heads-per-kv-head/")
         page.wait_for_url(f"**/kb/errors/{DCP}/", timeout=15000)
         assert page.locator("h1").inner_text().startswith("The model's number of query heads per KV head")
-        page.goto(host.url + "/errors/no-such-slug/")
+        page.goto(url + "/errors/no-such-slug/")
         page.wait_for_function("document.getElementById('missing').textContent.includes('no-such-slug')", timeout=15000)
         assert "/errors/no-such-slug/" in page.url
         # a path naming another host before /errors/ is not a root to fetch from or go to
         for path in ["//127.0.0.1:9/errors/x-y/", "/\\127.0.0.1:9/errors/x-y/"]:
             requests: list[str] = []
             page.on("request", lambda r, seen=requests: seen.append(r.url))
-            page.goto(host.url.rsplit("/kb", 1)[0] + path)
+            page.goto(url.rsplit("/kb", 1)[0] + path)
             page.wait_for_timeout(300)
             assert not any(urlsplit(u).port == 9 for u in requests), requests  # nothing went to the other host
-            assert page.url.startswith(host.url.rsplit("/kb", 1)[0]), page.url
+            assert page.url.startswith(url.rsplit("/kb", 1)[0]), page.url
         page.close()
-    finally:
-        host.server.shutdown()
-        host.server.server_close()

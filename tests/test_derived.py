@@ -25,7 +25,7 @@ from kb.derived.guidance import guidance
 from kb.derived.simplify import simplify
 from kb.explain.index import match_index
 from kb.jobs import scan_release
-from kb.model import ExampleFix, ScanResult
+from kb.model import ExampleFix, Record, ScanResult
 from kb.records.merge import attach_set_by, build_records
 from kb.scan.source import SourceSpec
 from kb.site.api import SiteInfo, api_record
@@ -121,6 +121,29 @@ def test_each_error_kb_can_reason_about_gets_its_condition_in_words_and_a_proved
     assert internal.meaning.endswith("when `--tensor-parallel-size` is greater than 8 and `some_internal_thing()` is set.")
     # a fix whose `after` still raises is not proved
     assert fix_problems(ep, ExampleFix("shell", g.fix.before, g.fix.before), records, tree.config)
+
+
+def test_the_cached_guidance_keeps_the_order_it_was_found_in(tree: ScanResult, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page writes a fix's config.json keys and request fields in the order the search gave them
+    (`architectures`, `model_type`, ...): read back from the cache they come in that order, not
+    sorted, so a warm build writes the pages a cold one does."""
+    import kb.derived.attach as attach
+    from kb.derivedmodel import DerivedFix, DerivedGuidance
+
+    records = build_records(tree)
+    target = records[0].id
+    fix = DerivedFix("vllm serve MODEL", "vllm serve MODEL", "leave `z` out", {"model_type": "llama", "hidden_size": 1},
+                     {}, {"z": 1, "a": 2}, {"a": 2})
+    monkeypatch.setattr(attach, "derive_guidance", lambda *_a, **_k: {target: DerivedGuidance(fix=fix)})
+    fresh = attach_derived(records, tree.config, 1, tmp_path)
+    monkeypatch.setattr(attach, "derive_guidance", lambda *_a, **_k: pytest.fail("computed again"))
+    cached = attach_derived(records, tree.config, 1, tmp_path)
+
+    def ordered(rs: list[Record]) -> list[str]:
+        return [json.dumps(r.derived.to_json()) for r in rs if r.derived is not None]
+
+    assert ordered(cached) == ordered(fresh) and '"modelConfig": {"model_type": "llama", "hidden_size": 1}' in ordered(cached)[0]
 
 
 def test_the_guidance_is_cached_by_digest_and_deterministic(tree: ScanResult, tmp_path: Path,

@@ -14,7 +14,6 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,7 +25,7 @@ from kb.site.build import BuildOptions, build_site
 from kb.site.serve import make_server
 from kb.site.urlmap import MAX_RELEASE_RULES, error_target, redirects
 from kb.urls import error_url
-from sitehelpers import fixture_scan
+from sitehelpers import fixture_scan, pages_like_host
 
 DCP = "d97d5d8528e2b364"
 SLUG = "the-model-s-number-of-query-heads-per-kv-head"
@@ -267,32 +266,9 @@ def browser():
 
 @pytest.fixture(scope="module")
 def pages_host(site: Path) -> Iterator[str]:
-    """A static host as GitHub Pages is one: the site under /kb/, its 404.html for any missing path,
-    no redirects."""
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def translate_path(self, path: str) -> str:
-            path = path.split("?", 1)[0]
-            return super().translate_path(path[len("/kb"):] if path.startswith("/kb/") else "/missing-outside")
-
-        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-            body = (site / "404.html").read_bytes()
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/kb"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """The site on a static host as GitHub Pages is one (sitehelpers.pages_like_host)."""
+    with pages_like_host(site) as url:
+        yield url
 
 
 def _settled(page, url: str, target: str) -> str:  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ from kb.derived.meaning import condition_words, inputs_text, meaning_text
 from kb.derived.values import message_checks
 from kb.derivedmodel import DERIVED_FORMAT, DerivedFix, DerivedGuidance
 from kb.errors import OVER_BUDGET
-from kb.files import compact_json, write_atomic
+from kb.files import write_atomic
 from kb.model import Record
 
 PARALLEL_FIXES = 40  # errors with a derived check from which worker processes share the search
@@ -67,8 +67,11 @@ def attach_derived(records: Sequence[Record], model: Optional[ConfigModel], jobs
         found = derive_guidance(records, model, jobs)
         if path is not None:
             with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
-                write_atomic(path, compact_json({"format": DERIVED_FORMAT,
-                                                 "guidance": {k: v.to_json() for k, v in sorted(found.items())}}))
+                # in the order found, not sorted: a page writes a fix's config.json keys and
+                # request fields as they come, so a build reading the cache writes what one computing it does
+                write_atomic(path, json.dumps({"format": DERIVED_FORMAT,
+                                               "guidance": {k: v.to_json() for k, v in sorted(found.items())}},
+                                              ensure_ascii=False, separators=(",", ":")) + "\n")
     return [replace(r, derived=found[r.id]) if r.id in found and live(r) else r for r in records]
 
 

@@ -23,12 +23,21 @@ def _text(template: str) -> dict[str, Any]:
     return {"parts": parts, "names": names, "literal": sum(len(p) for p in parts), "matchable": matchable(parts)}
 
 
+def wording_entry(w: Wording) -> dict[str, Any]:
+    """The index entry of a wording (an id of some release, from the wordings' history): what the
+    matcher reads of its template, and where it was raised."""
+    from kb.records.present import title_of
+
+    return _text(w.template) | {
+        "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
+        "file": w.file, "line": w.line, "func": w.function, "releases": [w.first, w.last],
+        "chain": w.chain or w.current or w.id}
+
+
 def match_index(records: Sequence[Record], release: str | None,
                 wordings: Sequence[Wording] = ()) -> dict[str, Any]:
     """Every template the release raises, then every older wording (`wordings`: the ids of other
     releases, with the releases that raised them and what became of them)."""
-    from kb.records.present import title_of
-
     entries = []
     pages = {r.id for r in records}  # ids with a page in this build (removed ones too)
     raised = {w.id: w for w in wordings}
@@ -67,14 +76,11 @@ def match_index(records: Sequence[Record], release: str | None,
             continue
         answer, via = (current[w.current], SUCCESSOR) if w.current in current else answers.get(w.id, (None, ""))
         successor = answer if via == SUCCESSOR else None
-        entries.append(_text(w.template) | {
-            "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
-            "file": w.file, "line": w.line, "func": w.function, "curated": answer.curated if answer else False,
-            "releases": [w.first, w.last], "older": True,
+        entries.append(wording_entry(w) | {
+            "curated": answer.curated if answer else False, "older": True,
             "current": successor.id if successor else None,
             "currentTemplate": successor.template if successor else None,
             "endedIn": w.ended_in,
-            "chain": w.chain or w.current or w.id,
             "page": answer.id if answer else w.id if w.id in pages else None,
         } | ({"via": via} | _curated(answer) if answer else {}))
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}

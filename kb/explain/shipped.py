@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from kb.explain.index import MATCH_FORMAT
+from kb.explain.index import MATCH_FORMAT, wording_entry
 from kb.model import Wording
-from kb.scan.literals import literal_parts, matchable
 
 
 def nearest_release(name: Optional[str], releases: Sequence[str]) -> Optional[str]:
@@ -39,7 +38,6 @@ def shipped_index(release: str, errors: Path,
     releases and wordings, kb/releases/wording.py `load()` by default), with the first fix of
     each curated entry of `errors` on the ids of its error (an entry written for an older id
     lands on the id the release raises, by the wordings' history). KeyError: not such a release."""
-    from kb.records.present import title_of
     from kb.releases.wording import load
 
     releases, items = shipped if shipped is not None else load()
@@ -51,17 +49,9 @@ def shipped_index(release: str, errors: Path,
         first, last = order.get(w.first), order.get(w.last)
         if first is None or last is None or not first <= at <= last:
             continue
-        chain = w.chain or w.current or w.id
-        parts, names = literal_parts(w.template)
-        fix = fixes.get(w.id) or fixes.get(chain)
-        entry: dict[str, Any] = {
-            "id": w.id, "title": title_of(w.template, w.exception_class, w.function), "cls": w.exception_class,
-            "file": w.file, "line": w.line, "func": w.function, "curated": fix is not None, "chain": chain,
-            "releases": [w.first, w.last], "parts": parts, "names": names, "literal": sum(len(p) for p in parts),
-            "matchable": matchable(parts)}
-        if fix is not None:
-            entry["solution"] = fix
-        entries.append(entry)
+        entry = wording_entry(w)
+        fix = fixes.get(w.id) or fixes.get(entry["chain"])
+        entries.append(entry | {"curated": fix is not None} | ({"solution": fix} if fix is not None else {}))
     return {"format": MATCH_FORMAT, "release": release, "entries": entries}
 
 
